@@ -1,0 +1,26 @@
+"""ragflow-config: knowledge bases for LLM agents as ordinary, reviewable code."""
+
+from ._errors import (
+    CollectionMismatchError,
+    ConfigError,
+    ConfigIssue,
+    EmbeddingError,
+    MissingExtraError,
+    ParserError,
+    RagflowError,
+    VectorStoreError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CollectionMismatchError",
+    "ConfigError",
+    "ConfigIssue",
+    "EmbeddingError",
+    "MissingExtraError",
+    "ParserError",
+    "RagflowError",
+    "VectorStoreError",
+    "__version__",
+]

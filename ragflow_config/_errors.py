@@ -1,0 +1,83 @@
+"""The exception hierarchy. Users catch one type per failure class.
+
+``RagflowError`` is the root of everything this package raises on purpose.
+"""
+
+from __future__ import annotations
+
+
+class RagflowError(Exception):
+    """Root of every error raised by ragflow-config."""
+
+
+class MissingExtraError(RagflowError, ImportError):
+    """An optional dependency is not installed; the message names the extra."""
+
+
+class ParserError(RagflowError, ValueError):
+    """A file could not be parsed: corrupt, truncated, encrypted or mislabelled.
+
+    The message always names the file and the cause.
+    """
+
+    def __init__(self, filename: str, cause: str) -> None:
+        super().__init__(f"{filename}: {cause}")
+        self.filename = filename
+        self.cause = cause
+
+
+class EmbeddingError(RagflowError):
+    """An embedding model failed: bad credentials, a rejected request, retries exhausted."""
+
+
+class VectorStoreError(RagflowError):
+    """A vector store is unreachable, timed out, or rejected an operation.
+
+    The message names the store and the cause.
+    """
+
+    def __init__(self, store: str, cause: str) -> None:
+        super().__init__(f"{store}: {cause}")
+        self.store = store
+        self.cause = cause
+
+
+class CollectionMismatchError(RagflowError):
+    """A collection exists but was built for other vectors (another dimension count)."""
+
+
+class ConfigError(RagflowError):
+    """A pipeline file is invalid. ``issues`` holds every problem found, each with its place."""
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        self.issues = issues
+        super().__init__("\n".join(str(issue) for issue in issues))
+
+
+class ConfigIssue:
+    """One problem in a pipeline file: where it is and what was expected."""
+
+    def __init__(
+        self, file: str, line: int, column: int, path: str, message: str
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        self.message = message
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "message": self.message,
+        }
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"ConfigIssue({self})"

@@ -1,0 +1,41 @@
+"""Embedding models. Optional ones import their libraries on first use."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._base import EmbeddingInput, EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse
+from ._hashing import HashingEmbeddingModel
+
+if TYPE_CHECKING:
+    from ._dashscope import DashScopeEmbeddingModel
+    from ._minilm import MiniLMEmbeddingModel
+    from ._openai import OpenAICompatibleEmbeddingModel
+
+_LAZY = {
+    "DashScopeEmbeddingModel": "._dashscope",
+    "MiniLMEmbeddingModel": "._minilm",
+    "OpenAICompatibleEmbeddingModel": "._openai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "DashScopeEmbeddingModel",
+    "EmbeddingInput",
+    "EmbeddingModelBase",
+    "EmbeddingParameters",
+    "EmbeddingResponse",
+    "HashingEmbeddingModel",
+    "MiniLMEmbeddingModel",
+    "OpenAICompatibleEmbeddingModel",
+]

@@ -1,0 +1,53 @@
+"""A deterministic, dependency-free embedding model for tests and offline smoke runs."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import ClassVar
+
+from pydantic import Field
+
+from ..message import DataBlock
+from ._base import EmbeddingModelBase, EmbeddingParameters
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class HashingEmbeddingModel(EmbeddingModelBase):
+    """Feature hashing of words and word pairs into a fixed-size, L2-normalised vector.
+
+    It is **lexical, not semantic**: texts score high when they share words,
+    and paraphrases with different words score low. Use it to test pipelines
+    and measure framework cost without a model; use a real model for retrieval.
+    """
+
+    class Parameters(EmbeddingParameters):
+        dimensions: int = Field(default=256, ge=8, le=8192, description="Vector length.")
+        batch_size: int = Field(default=256, ge=1, description="Inputs per model call.")
+
+    parameters: Parameters
+    supports_multimodal: ClassVar[bool] = False
+
+    @property
+    def model(self) -> str:
+        return "hashing-v1"
+
+    @property
+    def dimensions(self) -> int:
+        return self.parameters.dimensions
+
+    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
+        return [self.embed_text(item) for item in batch if isinstance(item, str)]
+
+    def embed_text(self, text: str) -> list[float]:
+        words = [word.lower() for word in _WORD.findall(text)]
+        features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+        vector = [0.0] * self.dimensions
+        for feature in features:
+            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            vector[value % self.dimensions] += 1.0 if value >> 63 else -1.0
+        norm = math.sqrt(sum(x * x for x in vector))
+        return [x / norm for x in vector] if norm else vector

@@ -1,0 +1,141 @@
+"""A chunker that counts tokens approximately, with no tokenizer: one token per 4 UTF-8 bytes."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import ClassVar
+
+from pydantic import Field, model_validator
+
+from ...message import TextBlock
+from .._document import Chunk, Section
+from .base import ChunkerBase
+
+BYTES_PER_TOKEN = 4
+
+# Cut points, strongest first: a paragraph break, a line break, a sentence end, a space.
+_SEPARATORS = ("\n\n", "\n", ". ", " ")
+_WHITESPACE = re.compile(r"\s")
+
+
+def approx_tokens(text: str) -> int:
+    """The token estimate: ``len(text.encode("utf-8")) // 4``."""
+    return len(text.encode("utf-8")) // BYTES_PER_TOKEN
+
+
+def _utf8_len(char: str) -> int:
+    code = ord(char)
+    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+
+
+class ApproxTokenChunker(ChunkerBase):
+    """Splits text into pieces of at most ``chunk_size`` approximate tokens.
+
+    A piece fits when ``len(piece.encode("utf-8")) // 4 <= chunk_size``; the
+    same rule decides whether a text is split at all. Cuts fall on character
+    boundaries (never inside a UTF-8 sequence), preferring, within the last
+    half of a piece, a paragraph break, then a line break, then a sentence end,
+    then a space. Consecutive pieces share about ``overlap`` tokens, starting at
+    a word boundary where there is one. Pieces are stripped of surrounding
+    whitespace; blank pieces are dropped. ``DataBlock`` sections pass through whole.
+    """
+
+    chunker_type: ClassVar[str] = "approx_token"
+
+    class Parameters(ChunkerBase.Parameters):
+        chunk_size: int = Field(
+            default=512, ge=1, title="Chunk Size",
+            description="Largest chunk, in approximate tokens (UTF-8 bytes // 4).",
+        )
+        overlap: int = Field(
+            default=50, ge=0, title="Overlap",
+            description="Approximate tokens shared by neighbouring chunks; less than chunk_size.",
+        )
+
+        @model_validator(mode="after")
+        def _overlap_below_chunk_size(self) -> ApproxTokenChunker.Parameters:
+            if self.overlap >= self.chunk_size:
+                raise ValueError(
+                    f"overlap ({self.overlap}) must be less than chunk_size ({self.chunk_size})"
+                )
+            return self
+
+    parameters: Parameters
+
+    @property
+    def chunk_size(self) -> int:
+        return self.parameters.chunk_size
+
+    @property
+    def overlap(self) -> int:
+        return self.parameters.overlap
+
+    async def chunk(self, sections: list[Section]) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for section in sections:
+            if isinstance(section.content, TextBlock):
+                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
+            else:
+                pieces = [section.content]
+            chunks.extend(
+                Chunk(
+                    content=piece,
+                    source=section.source,
+                    chunk_index=0,
+                    total_chunks=0,
+                    metadata=dict(section.metadata),
+                )
+                for piece in pieces
+            )
+        return self.number(chunks)
+
+    def split(self, text: str) -> list[str]:
+        """The stripped, non-blank pieces of ``text``."""
+        budget = self.chunk_size * BYTES_PER_TOKEN + (BYTES_PER_TOKEN - 1)
+        if len(text.encode("utf-8")) <= budget:
+            stripped = text.strip()
+            return [stripped] if stripped else []
+        offsets: Sequence[int] = (
+            range(len(text) + 1)
+            if text.isascii()
+            else list(accumulate(map(_utf8_len, text), initial=0))
+        )
+        overlap_bytes = self.overlap * BYTES_PER_TOKEN
+        pieces: list[str] = []
+        start, length = 0, len(text)
+        while start < length:
+            end = max(bisect_right(offsets, offsets[start] + budget) - 1, start + 1)
+            if end < length:
+                end = self._preferred_cut(text, start, end)
+            piece = text[start:end].strip()
+            if piece:
+                pieces.append(piece)
+            if end >= length:
+                break
+            start = self._next_start(text, offsets, start, end, overlap_bytes)
+        return pieces
+
+    @staticmethod
+    def _preferred_cut(text: str, start: int, end: int) -> int:
+        floor = start + (end - start) // 2
+        for separator in _SEPARATORS:
+            at = text.rfind(separator, floor, end)
+            if at > start:
+                return min(at + len(separator), end)
+        return end
+
+    @staticmethod
+    def _next_start(
+        text: str, offsets: Sequence[int], start: int, end: int, overlap_bytes: int
+    ) -> int:
+        if overlap_bytes == 0:
+            return end
+        candidate = max(bisect_left(offsets, offsets[end] - overlap_bytes), start + 1)
+        if not text[candidate - 1].isspace():
+            space = _WHITESPACE.search(text, candidate, end)
+            if space:
+                candidate = space.end()
+        return candidate if candidate < end else end

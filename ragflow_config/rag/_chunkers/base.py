@@ -1,0 +1,37 @@
+"""The chunker interface: ``Section``s in, the ``Chunk``s to index out."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar
+
+from ..._component import Component, ComponentParameters
+from .._document import Chunk, Section
+
+
+class ChunkerBase(Component):
+    """Cuts sections into chunks.
+
+    Conventions every chunker keeps: never merge across sections; a
+    ``DataBlock`` section passes through as one chunk; empty text yields no
+    chunk; ``chunk_index`` runs 0..N-1 over the result and every chunk has
+    ``total_chunks == N``; ``source`` and ``metadata`` come from the section.
+    ``chunker_type`` names the strategy and is unique within an application.
+    """
+
+    chunker_type: ClassVar[str]
+
+    class Parameters(ComponentParameters):
+        pass
+
+    @abstractmethod
+    async def chunk(self, sections: list[Section]) -> list[Chunk]:
+        """Cut ``sections`` into chunks."""
+
+    @staticmethod
+    def number(chunks: list[Chunk]) -> list[Chunk]:
+        """Set ``chunk_index`` 0..N-1 and ``total_chunks`` N on every chunk."""
+        for index, chunk in enumerate(chunks):
+            chunk.chunk_index = index
+            chunk.total_chunks = len(chunks)
+        return chunks

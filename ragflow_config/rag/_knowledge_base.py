@@ -1,0 +1,234 @@
+"""The one-stop handle: an embedding model, a vector store and a collection, bound together."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from .._errors import CollectionMismatchError
+from ..embedding._base import EmbeddingInput, EmbeddingModelBase
+from ..message import DataBlock, TextBlock
+from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._stores.base import VectorStoreBase, flatten_filter
+
+logger = logging.getLogger("ragflow_config.knowledge_base")
+
+
+class KnowledgeBase:
+    """Binds an embedding model, a vector store and a collection.
+
+    ``metadata_filter`` scopes every operation: ``search``, ``list_documents``
+    and ``delete_document`` never reach records outside it, and
+    ``insert_document`` stamps its fields onto every chunk, overriding what a
+    parser wrote. The store must already be entered (``async with store:``);
+    the handle performs no I/O until first used, then creates the collection
+    sized to ``embedding_model.dimensions``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        embedding_model: EmbeddingModelBase,
+        vector_store: VectorStoreBase,
+        collection: str,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> None:
+        flatten_filter(metadata_filter)  # reject unusable filters before any I/O
+        self.name = name
+        self.description = description
+        self._embedding_model = embedding_model
+        self._vector_store = vector_store
+        self._collection = collection
+        self._metadata_filter = dict(metadata_filter) if metadata_filter else None
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+
+    @property
+    def embedding_model(self) -> EmbeddingModelBase:
+        return self._embedding_model
+
+    @property
+    def vector_store(self) -> VectorStoreBase:
+        return self._vector_store
+
+    @property
+    def collection(self) -> str:
+        return self._collection
+
+    @property
+    def metadata_filter(self) -> dict[str, Any] | None:
+        return dict(self._metadata_filter) if self._metadata_filter else None
+
+    def __repr__(self) -> str:
+        return f"KnowledgeBase(name={self.name!r}, collection={self.collection!r})"
+
+    async def ensure_collection(self) -> None:
+        """Create the collection on first use; refuse one built for other vectors."""
+        if self._ready:
+            return
+        async with self._ready_lock:
+            if self._ready:
+                return
+            expected = self._embedding_model.dimensions
+            found = await self._vector_store.collection_dimensions(self._collection)
+            if found is None:
+                await self._vector_store.create_collection(self._collection, expected)
+            elif found != expected:
+                raise CollectionMismatchError(
+                    f"collection {self._collection!r} holds {found}-dimensional vectors, but "
+                    f"{type(self._embedding_model).__name__} ({self._embedding_model.model}) "
+                    f"makes {expected}-dimensional ones; use another collection or re-index"
+                )
+            self._ready = True
+
+    async def insert_document(
+        self,
+        chunks: list[Chunk],
+        document_id: str | None = None,
+        document_metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Embed ``chunks`` and store them as one document; return its id.
+
+        Metadata precedence: the knowledge base's ``metadata_filter`` beats the
+        chunk's own metadata, which beats ``document_metadata``. Chunks a
+        text-only model cannot embed (``DataBlock``s) are skipped with a warning
+        that names them. Embedding happens before any write, and a failed write
+        removes what it wrote, so a failure leaves no partial document.
+        """
+        document_id = document_id or uuid.uuid4().hex
+        prepared = self._prepare(chunks, document_metadata or {})
+        if not prepared:
+            return document_id
+        await self.ensure_collection()
+        response = await self._embedding_model([chunk.content for chunk in prepared])
+        if len(response.embeddings) != len(prepared):
+            raise RuntimeError(
+                f"embedding model returned {len(response.embeddings)} vectors "
+                f"for {len(prepared)} chunks"
+            )
+        records = [
+            VectorRecord(vector=vector, document_id=document_id, chunk=chunk)
+            for vector, chunk in zip(response.embeddings, prepared)
+        ]
+        try:
+            await self._vector_store.insert(self._collection, records)
+        except BaseException:
+            await self._remove_partial(document_id)
+            raise
+        return document_id
+
+    def _prepare(self, chunks: list[Chunk], document_metadata: dict[str, Any]) -> list[Chunk]:
+        if self._embedding_model.supports_multimodal:
+            embeddable = chunks
+        else:
+            embeddable = [c for c in chunks if not isinstance(c.content, DataBlock)]
+            skipped = [
+                f"{c.source}#{c.chunk_index} ({c.content.media_type})"
+                for c in chunks
+                if isinstance(c.content, DataBlock)
+            ]
+            if skipped:
+                logger.warning(
+                    "%s: skipping %d chunk(s) the text-only model %s cannot embed: %s",
+                    self.name, len(skipped), self._embedding_model.model, ", ".join(skipped),
+                )
+        total = len(embeddable)
+        return [
+            chunk.model_copy(
+                update={
+                    "chunk_index": index,
+                    "total_chunks": total,
+                    "metadata": _deep_merge(
+                        _deep_merge(document_metadata, chunk.metadata),
+                        self._metadata_filter or {},
+                    ),
+                },
+                deep=True,
+            )
+            for index, chunk in enumerate(embeddable)
+        ]
+
+    async def _remove_partial(self, document_id: str) -> None:
+        try:
+            await asyncio.shield(self.delete_document(document_id))
+        except Exception:
+            logger.exception(
+                "%s: could not remove the partly written document %s", self.name, document_id
+            )
+
+    async def search(
+        self,
+        queries: Sequence[str | TextBlock | DataBlock],
+        top_k: int = 5,
+        score_threshold: float | None = None,
+    ) -> list[VectorSearchResult]:
+        """Search with every query; deduplicate, sort best first, cut to ``top_k``.
+
+        ``DataBlock`` queries are dropped when the model is text-only. All
+        queries are embedded in one batch and searched concurrently; a chunk
+        found by several queries keeps its best score; hits below
+        ``score_threshold`` are dropped.
+        """
+        usable: list[EmbeddingInput] = [
+            query for query in queries
+            if self._embedding_model.supports_multimodal or not isinstance(query, DataBlock)
+        ]
+        if not usable or top_k <= 0:
+            return []
+        await self.ensure_collection()
+        response = await self._embedding_model(usable)
+        per_query = await asyncio.gather(
+            *(
+                self._vector_store.search(
+                    self._collection, vector, top_k=top_k, metadata_filter=self._metadata_filter
+                )
+                for vector in response.embeddings
+            )
+        )
+        best: dict[tuple[str, int], VectorSearchResult] = {}
+        for hits in per_query:
+            for hit in hits:
+                if score_threshold is not None and hit.score < score_threshold:
+                    continue
+                key = (hit.document_id, hit.chunk.chunk_index)
+                if key not in best or hit.score > best[key].score:
+                    best[key] = hit
+        return sorted(best.values(), key=lambda hit: hit.score, reverse=True)[:top_k]
+
+    async def list_documents(self) -> list[DocumentSummary]:
+        """One summary per document within this knowledge base's scope."""
+        await self.ensure_collection()
+        return await self._vector_store.list_documents(
+            self._collection, metadata_filter=self._metadata_filter
+        )
+
+    async def list_chunks(
+        self, document_id: str, *, offset: int = 0, limit: int = 30
+    ) -> list[Chunk]:
+        """A page of one document's chunks, by ``chunk_index``, within scope."""
+        await self.ensure_collection()
+        return await self._vector_store.list_chunks(
+            self._collection, document_id, offset=offset, limit=limit,
+            metadata_filter=self._metadata_filter,
+        )
+
+    async def delete_document(self, document_id: str) -> None:
+        """Remove every chunk of ``document_id`` within this knowledge base's scope."""
+        await self.ensure_collection()
+        await self._vector_store.delete(
+            self._collection, document_id, metadata_filter=self._metadata_filter
+        )
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

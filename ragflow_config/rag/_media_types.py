@@ -1,0 +1,106 @@
+"""Media type detection: by file extension first, then by the file's first bytes."""
+
+from __future__ import annotations
+
+import mimetypes
+import zipfile
+from io import BytesIO
+from pathlib import PurePath
+
+# Extensions the standard library maps inconsistently across platforms.
+_BY_EXTENSION = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".rst": "text/x-rst",
+    ".txt": "text/plain",
+    ".csv": "text/csv",
+    ".htm": "text/html",
+    ".html": "text/html",
+    ".json": "application/json",
+    ".xml": "application/xml",
+    ".yaml": "application/x-yaml",
+    ".yml": "application/x-yaml",
+    ".pdf": "application/pdf",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".xls": "application/vnd.ms-excel",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".bmp": "image/bmp",
+    ".webp": "image/webp",
+}
+
+_OOXML_BY_PART = {
+    "ppt/": _BY_EXTENSION[".pptx"],
+    "word/": _BY_EXTENSION[".docx"],
+    "xl/": _BY_EXTENSION[".xlsx"],
+}
+
+# How many leading bytes `sniff` needs to see.
+SNIFF_BYTES = 4096
+
+
+def normalize(media_type: str) -> str:
+    """``Text/HTML; charset=utf-8`` -> ``text/html``."""
+    return media_type.split(";", 1)[0].strip().lower()
+
+
+def by_extension(filename: str) -> str | None:
+    suffix = PurePath(filename).suffix.lower()
+    if not suffix:
+        return None
+    return _BY_EXTENSION.get(suffix) or mimetypes.types_map.get(suffix)
+
+
+def sniff_image(head: bytes) -> str | None:
+    """The image media type its magic bytes declare, or ``None`` if it is not a known image."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if head.startswith(b"BM") and len(head) >= 14:
+        return "image/bmp"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def sniff(data: bytes) -> str | None:
+    """The media type the content itself declares, or ``None`` when it says nothing."""
+    head = data[:SNIFF_BYTES]
+    if head.startswith(b"%PDF-"):
+        return "application/pdf"
+    image = sniff_image(head)
+    if image:
+        return image
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return "application/vnd.ms-excel"  # OLE2; the only legacy Office type we parse
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(BytesIO(data)) as archive:
+                names = archive.namelist()
+        except zipfile.BadZipFile:
+            return None
+        for prefix, media_type in _OOXML_BY_PART.items():
+            if any(name.startswith(prefix) for name in names):
+                return media_type
+        return None
+    if b"\x00" not in head:
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A multibyte character cut at the end of the sniffed window is still text.
+            if exc.start < len(head) - 4:
+                return None
+        return "text/plain"
+    return None
+
+
+def detect(filename: str, data: bytes) -> str | None:
+    """Extension first, then content sniffing."""
+    return by_extension(filename) or sniff(data)

@@ -1,0 +1,45 @@
+"""The parser interface: a file in, a list of ``Section``s out."""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from abc import abstractmethod
+from typing import ClassVar
+
+from ..._component import Component
+from ..._errors import ParserError
+from .._document import Section
+
+
+class ParserBase(Component):
+    """Splits a raw file into ``Section``s along its natural boundaries.
+
+    ``file`` is the raw content as ``bytes``, or a filesystem path as ``str``
+    (``TextParser`` also accepts already-decoded text, see its docs).
+    Parsers are stateless and reusable across calls and tasks.
+    """
+
+    supported_media_types: ClassVar[list[str]] = []
+
+    @classmethod
+    def supported_extensions(cls) -> list[str]:
+        """File-picker hints; routing always uses ``supported_media_types``."""
+        extensions = {
+            ext for mt in cls.supported_media_types for ext in mimetypes.guess_all_extensions(mt)
+        }
+        return sorted(extensions)
+
+    @abstractmethod
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        """Parse ``file`` into sections, in document order, each with ``source=filename``."""
+
+    @staticmethod
+    def read_bytes(file: bytes | str, filename: str) -> bytes:
+        """The content of ``file``: itself if bytes, else the file it names."""
+        if isinstance(file, bytes):
+            return file
+        if not os.path.isfile(file):
+            raise ParserError(filename, f"no such file: {file}")
+        with open(file, "rb") as handle:
+            return handle.read()

@@ -1,0 +1,214 @@
+"""The vector store interface and the helpers every store shares."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import random
+from abc import abstractmethod
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ..._component import Component
+from ..._errors import VectorStoreError
+from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+
+logger = logging.getLogger("ragflow_config.stores")
+
+T = TypeVar("T")
+
+Scalar = str | int | float | bool
+FilterPair = tuple[tuple[str, ...], Scalar]
+
+
+class VectorStoreBase(Component):
+    """Stores chunk vectors with their metadata and searches them.
+
+    Enter the store with ``async with`` before use; leaving it closes the
+    connection, and a store can be entered again. Scores are always
+    higher-is-better and on one scale per metric across every store: cosine
+    similarity for ``cosine``, the inner product for ``dot``, the negated
+    distance for ``euclidean``.
+
+    ``metadata_filter`` is an AND of ``chunk.metadata[key] == value``; a dict
+    value nests (``{"org": {"team": "a"}}`` matches ``metadata["org"]["team"]``).
+    Every store translates it into a native filter.
+    """
+
+    async def __aenter__(self: T) -> T:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    @abstractmethod
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        """Create ``name`` for vectors of ``dimensions``; a no-op if it exists."""
+
+    @abstractmethod
+    async def delete_collection(self, name: str) -> None:
+        """Drop ``name`` and everything in it; a no-op if it does not exist."""
+
+    @abstractmethod
+    async def has_collection(self, name: str) -> bool:
+        """Whether ``name`` exists."""
+
+    @abstractmethod
+    async def collection_dimensions(self, name: str) -> int | None:
+        """The vector length ``name`` was created for, or ``None`` if it does not exist."""
+
+    @abstractmethod
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        """Upsert ``records``; a record's id derives from ``(document_id, chunk_index)``."""
+
+    @abstractmethod
+    async def delete(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> None:
+        """Remove every record of ``document_id`` that matches ``metadata_filter``."""
+
+    @abstractmethod
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        """The ``top_k`` best matches within the filter, best first."""
+
+    @abstractmethod
+    async def list_documents(
+        self, collection: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[DocumentSummary]:
+        """One summary per document within the filter, in no particular order."""
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[Chunk]:
+        """Chunks ``[offset, offset + limit)`` of a document, by ``chunk_index``."""
+        raise NotImplementedError(f"{type(self).__name__} does not list chunks")
+
+    @property
+    def store_name(self) -> str:
+        """How errors name this store."""
+        return type(self).__name__
+
+
+def record_id(document_id: str, chunk_index: int) -> str:
+    """A stable 64-hex-character id for one chunk of one document."""
+    return hashlib.sha256(f"{document_id}\0{chunk_index}".encode()).hexdigest()
+
+
+def flatten_filter(metadata_filter: dict[str, Any] | None) -> list[FilterPair]:
+    """``{"a": {"b": 1}, "c": "x"}`` -> ``[(("a", "b"), 1), (("c",), "x")]``.
+
+    Values must be strings, integers, booleans or finite floats.
+    """
+    pairs: list[FilterPair] = []
+
+    def walk(prefix: tuple[str, ...], value: Any) -> None:
+        if isinstance(value, dict):
+            if not value:
+                raise ValueError(f"metadata_filter: empty mapping at {'.'.join(prefix)!r}")
+            for key, inner in value.items():
+                if not isinstance(key, str) or not key:
+                    raise ValueError(f"metadata_filter: keys must be non-empty strings, got {key!r}")
+                walk((*prefix, key), inner)
+            return
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"metadata_filter: {'.'.join(prefix)} is not a finite number")
+        if not isinstance(value, (str, int, float, bool)):
+            raise ValueError(
+                f"metadata_filter: {'.'.join(prefix)} must be a string, number or boolean, "
+                f"not {type(value).__name__}"
+            )
+        pairs.append((prefix, value))
+
+    if metadata_filter:
+        walk((), metadata_filter)
+    return pairs
+
+
+def matches_filter(metadata: dict[str, Any], metadata_filter: dict[str, Any] | None) -> bool:
+    """Whether ``metadata`` lies within ``metadata_filter`` (the reference semantics)."""
+    for path, expected in flatten_filter(metadata_filter):
+        value: Any = metadata
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                return False
+            value = value[key]
+        # True == 1 in Python, but a boolean filter must not match a number.
+        if value != expected or isinstance(value, bool) != isinstance(expected, bool):
+            return False
+    return True
+
+
+def summarize(
+    rows: list[tuple[str, Chunk]] | Any,
+) -> list[DocumentSummary]:
+    """Aggregate ``(document_id, chunk)`` rows into one summary per document.
+
+    ``source`` and ``metadata`` come from the document's lowest-indexed chunk
+    seen, so the summary does not depend on the order the store returns rows in.
+    """
+    first: dict[str, Chunk] = {}
+    counts: dict[str, int] = {}
+    for document_id, chunk in rows:
+        counts[document_id] = counts.get(document_id, 0) + 1
+        seen = first.get(document_id)
+        if seen is None or chunk.chunk_index < seen.chunk_index:
+            first[document_id] = chunk
+    return [
+        DocumentSummary(
+            document_id=document_id,
+            source=chunk.source,
+            chunk_count=counts[document_id],
+            metadata=dict(chunk.metadata),
+        )
+        for document_id, chunk in first.items()
+    ]
+
+
+async def with_retries(
+    store: str,
+    operation: Callable[[], Awaitable[T]],
+    *,
+    retry_on: tuple[type[BaseException], ...],
+    attempts: int = 4,
+    base_delay: float = 0.2,
+    max_delay: float = 5.0,
+) -> T:
+    """Run an idempotent ``operation``, retrying ``retry_on`` errors with jittered backoff.
+
+    The last failure surfaces as :class:`VectorStoreError` naming the store.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return await operation()
+        except retry_on as exc:
+            if attempt == attempts:
+                raise VectorStoreError(
+                    store, f"{type(exc).__name__}: {exc} (gave up after {attempts} attempts)"
+                ) from exc
+            delay = min(max_delay, base_delay * 2 ** (attempt - 1)) * (0.5 + random.random())
+            logger.warning(
+                "%s: %s, retrying in %.1fs (attempt %d of %d)",
+                store, type(exc).__name__, delay, attempt, attempts,
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")

@@ -1,0 +1,288 @@
+"""Qdrant: in memory, on local disk (embedded, no server), or a remote cluster."""
+
+from __future__ import annotations
+
+import uuid
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from ..._component import ComponentParameters
+from ..._errors import VectorStoreError
+from ...credential import QdrantCredential
+from ..._extras import require
+from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from .base import VectorStoreBase, flatten_filter, record_id, summarize, with_retries
+
+_SCROLL_PAGE = 512
+
+
+class QdrantStore(VectorStoreBase):
+    """A Qdrant collection per knowledge base.
+
+    Exactly one of ``location=":memory:"`` (ephemeral), ``path=`` (local disk,
+    embedded) or ``url=`` (a server) chooses the deployment. ``api_key`` for a
+    server is ``credential``, or else read from the variable ``api_key_env``.
+    Points carry ``{"document_id", "chunk"}``; ``metadata_filter`` becomes a
+    payload filter on ``chunk.metadata.<key>``.
+    """
+
+    class Parameters(ComponentParameters):
+        location: Literal[":memory:"] | None = Field(
+            default=None, description='":memory:" for an ephemeral in-process store.'
+        )
+        path: str | None = Field(default=None, description="Directory of an on-disk local store.")
+        url: str | None = Field(default=None, description="URL of a Qdrant server.")
+        api_key_env: str = Field(
+            default="QDRANT_API_KEY",
+            description="Environment variable holding a Qdrant server's API key, if it needs one.",
+        )
+        distance: Literal["cosine", "dot", "euclidean"] = Field(
+            default="cosine", description="Similarity metric of new collections."
+        )
+        batch_size: int = Field(default=256, ge=1, description="Points per upsert request.")
+        timeout: float = Field(default=30.0, gt=0, description="Seconds per server request.")
+
+        @model_validator(mode="after")
+        def _one_deployment(self) -> QdrantStore.Parameters:
+            chosen = [n for n in ("location", "path", "url") if getattr(self, n) is not None]
+            if len(chosen) > 1:
+                raise ValueError(f"give only one of location, path, url (got {', '.join(chosen)})")
+            return self
+
+    parameters: Parameters
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: QdrantCredential | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        self._credential = credential
+        self._client: Any = None
+
+    @property
+    def store_name(self) -> str:
+        p = self.parameters
+        where = p.url or p.path or ":memory:"
+        return f"QdrantStore({where})"
+
+    async def __aenter__(self) -> QdrantStore:
+        qdrant_client = require("qdrant_client", "qdrant")
+        p = self.parameters
+        if p.url is not None:
+            credential = self._credential or QdrantCredential.from_environment(
+                {"api_key": p.api_key_env}
+            )
+            api_key = credential.api_key.get_secret_value() if credential.api_key else None
+            kwargs: dict[str, Any] = {"url": p.url, "api_key": api_key, "timeout": int(p.timeout)}
+        elif p.path is not None:
+            kwargs = {"path": p.path}
+        else:
+            kwargs = {"location": ":memory:"}
+        try:
+            self._client = qdrant_client.AsyncQdrantClient(**kwargs)
+        except (RuntimeError, OSError) as exc:  # e.g. the path is locked by another process
+            raise VectorStoreError(self.store_name, str(exc)) from exc
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
+        return self._client
+
+    async def _call(self, operation: Any) -> Any:
+        from qdrant_client.http.exceptions import ResponseHandlingException
+
+        try:
+            import httpx
+
+            transient: tuple[type[BaseException], ...] = (
+                ResponseHandlingException, httpx.TransportError, ConnectionError, TimeoutError,
+            )
+        except ImportError:  # pragma: no cover - httpx is a core dependency
+            transient = (ResponseHandlingException, ConnectionError, TimeoutError)
+        attempts = 4 if self.parameters.url is not None else 1
+        return await with_retries(
+            self.store_name, operation, retry_on=transient, attempts=attempts
+        )
+
+    def _models(self) -> Any:
+        return require("qdrant_client.models", "qdrant")
+
+    def _filter(self, metadata_filter: dict[str, Any] | None, document_id: str | None = None) -> Any:
+        models = self._models()
+        conditions = []
+        if document_id is not None:
+            conditions.append(
+                models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))
+            )
+        for path, value in flatten_filter(metadata_filter):
+            key = "chunk.metadata." + ".".join(path)
+            if isinstance(value, float):
+                condition = models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
+            else:
+                condition = models.FieldCondition(key=key, match=models.MatchValue(value=value))
+            conditions.append(condition)
+        return models.Filter(must=conditions) if conditions else None
+
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        if await self.has_collection(name):
+            return
+        models = self._models()
+        distance = {
+            "cosine": models.Distance.COSINE,
+            "dot": models.Distance.DOT,
+            "euclidean": models.Distance.EUCLID,
+        }[self.parameters.distance]
+        await self._call(
+            lambda: self.client.create_collection(
+                collection_name=name,
+                vectors_config=models.VectorParams(size=dimensions, distance=distance),
+            )
+        )
+        if self.parameters.url is not None:  # local mode has no payload indexes
+            await self._call(
+                lambda: self.client.create_payload_index(
+                    collection_name=name,
+                    field_name="document_id",
+                    field_schema=models.PayloadSchemaType.KEYWORD,
+                )
+            )
+
+    async def delete_collection(self, name: str) -> None:
+        if await self.has_collection(name):
+            await self._call(lambda: self.client.delete_collection(collection_name=name))
+
+    async def has_collection(self, name: str) -> bool:
+        return bool(await self._call(lambda: self.client.collection_exists(collection_name=name)))
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        if not await self.has_collection(name):
+            return None
+        info = await self._call(lambda: self.client.get_collection(collection_name=name))
+        vectors = info.config.params.vectors
+        return int(vectors.size)
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        models = self._models()
+        size = self.parameters.batch_size
+        for start in range(0, len(records), size):
+            points = [
+                models.PointStruct(
+                    id=_point_id(record.document_id, record.chunk.chunk_index),
+                    vector=record.vector,
+                    payload={
+                        "document_id": record.document_id,
+                        "chunk": record.chunk.model_dump(mode="json"),
+                    },
+                )
+                for record in records[start : start + size]
+            ]
+            await self._call(
+                lambda points=points: self.client.upsert(
+                    collection_name=collection, points=points, wait=True
+                )
+            )
+
+    async def delete(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> None:
+        models = self._models()
+        selector = models.FilterSelector(filter=self._filter(metadata_filter, document_id))
+        await self._call(
+            lambda: self.client.delete(
+                collection_name=collection, points_selector=selector, wait=True
+            )
+        )
+
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        if top_k <= 0:
+            return []
+        response = await self._call(
+            lambda: self.client.query_points(
+                collection_name=collection,
+                query=query_vector,
+                limit=top_k,
+                query_filter=self._filter(metadata_filter),
+                with_payload=True,
+            )
+        )
+        sign = -1.0 if self.parameters.distance == "euclidean" else 1.0
+        return [
+            VectorSearchResult(
+                score=sign * point.score,
+                document_id=point.payload["document_id"],
+                chunk=Chunk.model_validate(point.payload["chunk"]),
+            )
+            for point in response.points
+        ]
+
+    async def _scroll(self, collection: str, scroll_filter: Any) -> list[Any]:
+        points: list[Any] = []
+        offset = None
+        while True:
+            page, offset = await self._call(
+                lambda offset=offset: self.client.scroll(
+                    collection_name=collection,
+                    scroll_filter=scroll_filter,
+                    limit=_SCROLL_PAGE,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=False,
+                )
+            )
+            points.extend(page)
+            if offset is None:
+                return points
+
+    async def list_documents(
+        self, collection: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[DocumentSummary]:
+        points = await self._scroll(collection, self._filter(metadata_filter))
+        return summarize(
+            (p.payload["document_id"], Chunk.model_validate(p.payload["chunk"])) for p in points
+        )
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[Chunk]:
+        if limit <= 0:
+            return []
+        points = await self._scroll(collection, self._filter(metadata_filter, document_id))
+        chunks = sorted(
+            (Chunk.model_validate(p.payload["chunk"]) for p in points),
+            key=lambda chunk: chunk.chunk_index,
+        )
+        return [c for c in chunks if offset <= c.chunk_index < offset + limit]
+
+
+def _point_id(document_id: str, chunk_index: int) -> str:
+    return str(uuid.UUID(record_id(document_id, chunk_index)[:32]))
+
