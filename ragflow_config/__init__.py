@@ -1,6 +1,7 @@
 """ragflow-config: knowledge bases for LLM agents as ordinary, reviewable code."""
 
 from ._errors import (
+    ChatModelError,
     CollectionMismatchError,
     ConfigError,
     ConfigIssue,
@@ -14,6 +15,7 @@ from ._errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChatModelError",
     "CollectionMismatchError",
     "ConfigError",
     "ConfigIssue",

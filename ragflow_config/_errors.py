@@ -81,3 +81,7 @@ class ConfigIssue:
 
     def __repr__(self) -> str:
         return f"ConfigIssue({self})"
+
+
+class ChatModelError(RagflowError):
+    """A chat model call failed: bad credentials, a rejected request, retries exhausted."""
