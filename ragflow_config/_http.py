@@ -1,0 +1,128 @@
+"""JSON-over-HTTP calls to model servers, with bounded retries of transient failures.
+
+Errors name the service, the HTTP status and the server's own message; they
+never carry request headers, so an API key cannot leak into a message or a log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Any
+
+import httpx
+
+from ._errors import RagflowError
+
+logger = logging.getLogger("ragflow_config.http")
+
+_MAX_RETRY_AFTER = 30.0
+_EXCERPT_CHARS = 300
+# Transport errors that another attempt cannot fix: the request itself is wrong.
+_PERMANENT_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+
+
+async def post_json(
+    client: httpx.AsyncClient,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    service: str,
+    error: type[RagflowError],
+    headers: dict[str, str] | None = None,
+    max_retries: int = 3,
+    backoff: float = 0.5,
+) -> Any:
+    """POST ``payload`` as JSON and return the decoded JSON response body.
+
+    429, 5xx and transport errors (timeouts included) are retried up to
+    ``max_retries`` times, waiting ``backoff`` seconds doubled per attempt and
+    jittered, or the server's ``Retry-After`` seconds (at most 30). Any other
+    failure, or the last one, raises ``error`` naming ``service``.
+    """
+    secrets = [value for value in (headers or {}).values() if len(value) >= 8]
+    attempts = max_retries + 1
+    for attempt in range(1, attempts + 1):
+        retry_after: float | None = None
+        try:
+            response = await client.post(url, json=payload, headers=headers)
+        except (httpx.InvalidURL, *_PERMANENT_TRANSPORT_ERRORS) as exc:
+            raise error(f"{service}: {type(exc).__name__}: {_redact(str(exc), secrets)}") from exc
+        except httpx.TransportError as exc:
+            problem = f"{type(exc).__name__}: {_redact(str(exc), secrets)}".rstrip(": ")
+        else:
+            if response.is_success:
+                return _decode(response, service, error, secrets)
+            problem = f"HTTP {response.status_code}: {_excerpt(response, secrets)}"
+            if not _is_transient(response.status_code):
+                raise error(f"{service}: {problem}")
+            retry_after = _retry_after(response)
+        if attempt == attempts:
+            raise error(f"{service}: {problem} (gave up after {attempts} attempts)")
+        delay = (
+            retry_after
+            if retry_after is not None
+            else backoff * 2 ** (attempt - 1) * (0.5 + random.random())
+        )
+        logger.warning(
+            "%s: %s; retrying in %.1fs (attempt %d of %d)",
+            service, problem, delay, attempt, attempts,
+        )
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _is_transient(status: int) -> bool:
+    return status == 429 or status >= 500
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The server's ``Retry-After`` in seconds, capped; ``None`` if absent or an HTTP date."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
+
+
+def _decode(
+    response: httpx.Response, service: str, error: type[RagflowError], secrets: list[str]
+) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise error(
+            f"{service}: HTTP {response.status_code} with a body that is not JSON: "
+            f"{_excerpt(response, secrets)}"
+        ) from None
+
+
+def _excerpt(response: httpx.Response, secrets: list[str]) -> str:
+    """The server's error message if the body has a usual shape, else the body's start."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    candidates: list[Any] = []
+    if isinstance(body, dict):
+        inner = body.get("error")
+        nested = inner.get("message") if isinstance(inner, dict) else inner
+        candidates = [nested, body.get("message"), body.get("detail")]
+    message = next((c for c in candidates if isinstance(c, str) and c.strip()), None)
+    text = message if message is not None else response.text
+    text = " ".join(text.split()) or "(empty body)"
+    if len(text) > _EXCERPT_CHARS:
+        text = text[:_EXCERPT_CHARS] + "..."
+    return _redact(text, secrets)
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    """Hide any header value a server echoed back (some echo the API key they rejected)."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+        # "Bearer sk-..." is sent; the key alone is what a server would echo.
+        _, _, token = secret.partition(" ")
+        if len(token) >= 8:
+            text = text.replace(token, "***")
+    return text
