@@ -49,9 +49,11 @@ class TextParser(ParserBase):
         @classmethod
         def _known_encoding(cls, value: str) -> str:
             try:
-                codecs.lookup(value)
+                # Unlike codecs.lookup, this also rejects codecs that are not text
+                # encodings (base64, rot13), which would otherwise fail at parse time.
+                "".encode(value)
             except LookupError:
-                raise ValueError(f"unknown encoding {value!r}") from None
+                raise ValueError(f"unknown text encoding {value!r}") from None
             return value
 
     parameters: Parameters
