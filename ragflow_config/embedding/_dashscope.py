@@ -1,0 +1,43 @@
+"""DashScope (Alibaba Cloud Model Studio) text embeddings, through its OpenAI-compatible mode."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from ..credential import DashScopeCredential
+from ._openai import OpenAICompatibleEmbeddingModel
+
+DASHSCOPE_COMPATIBLE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
+
+
+class DashScopeEmbeddingModel(OpenAICompatibleEmbeddingModel):
+    """DashScope's text embedding models, e.g. ``text-embedding-v4``.
+
+    The API key is ``credential``, or else read from ``api_key_env``
+    (``DASHSCOPE_API_KEY``) when the model is built: a missing key raises
+    :class:`~ragflow_config.credential.MissingSecretError` naming the variable
+    right away, before any document is read. Outside mainland China, point
+    ``base_url`` at the international endpoint
+    (``https://dashscope-intl.aliyuncs.com/compatible-mode/v1``). Text only:
+    the multimodal models are not served by the compatible mode.
+    """
+
+    class Parameters(OpenAICompatibleEmbeddingModel.Parameters):
+        base_url: str = Field(
+            default=DASHSCOPE_COMPATIBLE_URL,
+            pattern=r"^https?://",
+            description="The compatible-mode API root; requests go to {base_url}/embeddings.",
+        )
+        batch_size: int = Field(
+            default=10, ge=1, description="Texts per request; DashScope's text models take 10."
+        )
+        api_key_env: str = Field(
+            default="DASHSCOPE_API_KEY",
+            description="Environment variable holding the DashScope API key.",
+        )
+
+    parameters: Parameters
+    credential_type: ClassVar[type[DashScopeCredential]] = DashScopeCredential
+    service_label: ClassVar[str] = "DashScope embeddings"

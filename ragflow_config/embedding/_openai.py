@@ -1,0 +1,170 @@
+"""Embeddings from any server that speaks OpenAI's ``POST /embeddings``.
+
+That covers OpenAI itself, DashScope's compatible mode, vLLM, Ollama's ``/v1``
+and Text Embeddings Inference's OpenAI route.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, ClassVar
+
+import httpx
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+
+from .._errors import EmbeddingError
+from .._http import post_json
+from ..credential import DashScopeCredential, OpenAICredential
+from ..message import DataBlock
+from ._base import EmbeddingModelBase, EmbeddingParameters
+
+_ApiKeyCredential = OpenAICredential | DashScopeCredential
+
+
+class _EmbeddingItem(BaseModel):
+    index: int
+    embedding: list[float]
+
+
+class _EmbeddingsBody(BaseModel):
+    data: list[_EmbeddingItem]
+
+
+class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
+    """Text embeddings from an OpenAI-compatible ``{base_url}/embeddings`` endpoint.
+
+    The API key is ``credential``, or else read from the variable
+    ``api_key_env`` when the model is built; it is optional because local
+    servers need none, and is sent as ``Authorization: Bearer``. Every vector
+    must have ``dimensions`` entries. One HTTP client per instance, opened on
+    first use; close it with :meth:`aclose` or ``async with model:``.
+    """
+
+    class Parameters(EmbeddingParameters):
+        base_url: str = Field(
+            default="https://api.openai.com/v1",
+            pattern=r"^https?://",
+            description="The API root; requests go to {base_url}/embeddings.",
+        )
+        model: str = Field(min_length=1, description="The model's name on the server.")
+        dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
+        send_dimensions: bool = Field(
+            default=True,
+            description="Send `dimensions` in the request; turn off for servers that reject it.",
+        )
+        batch_size: int = Field(default=64, ge=1, description="Texts per request.")
+        timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
+        max_retries: int = Field(
+            default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
+        )
+        api_key_env: str = Field(
+            default="OPENAI_API_KEY",
+            description="Environment variable holding the API key, if the server needs one.",
+        )
+
+        @field_validator("base_url")
+        @classmethod
+        def _no_trailing_slash(cls, value: str) -> str:
+            return value.rstrip("/")
+
+    parameters: Parameters
+    supports_multimodal: ClassVar[bool] = False
+    credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
+    service_label: ClassVar[str] = "OpenAI-compatible embeddings"
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: _ApiKeyCredential | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        credential = credential or self.credential_type.from_environment(
+            {"api_key": self.parameters.api_key_env}
+        )
+        self._api_key: SecretStr | None = credential.api_key
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def model(self) -> str:
+        return self.parameters.model
+
+    @property
+    def dimensions(self) -> int:
+        return self.parameters.dimensions
+
+    @property
+    def service(self) -> str:
+        """How errors and logs name the remote: never with credentials in the URL."""
+        url = httpx.URL(self.parameters.base_url).copy_with(username=None, password=None)
+        return f"{self.service_label} ({self.model}) at {url}"
+
+    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
+        if not all(isinstance(item, str) for item in batch):
+            raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
+        p = self.parameters
+        payload: dict[str, Any] = {"model": p.model, "input": batch, "encoding_format": "float"}
+        if p.send_dimensions:
+            payload["dimensions"] = p.dimensions
+        headers = (
+            {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
+            if self._api_key is not None
+            else None
+        )
+        body = await post_json(
+            self._http_client(),
+            f"{p.base_url}/embeddings",
+            payload,
+            service=self.service,
+            error=EmbeddingError,
+            headers=headers,
+            max_retries=p.max_retries,
+        )
+        return self._vectors(body, expected=len(batch))
+
+    def _vectors(self, body: Any, expected: int) -> list[list[float]]:
+        """The response's vectors in input order, checked for count and length."""
+        try:
+            items = _EmbeddingsBody.model_validate(body).data
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise EmbeddingError(
+                f"{self.service}: unexpected response: {where}: {problem['msg']}"
+            ) from None
+        indexes = sorted(item.index for item in items)
+        if indexes != list(range(expected)):
+            raise EmbeddingError(
+                f"{self.service}: sent {expected} texts but the response holds "
+                f"{len(items)} vectors with indexes {indexes[:20]}"
+            )
+        for item in items:
+            if len(item.embedding) != self.dimensions:
+                raise EmbeddingError(
+                    f"{self.service}: model {self.model!r} returned a vector of "
+                    f"{len(item.embedding)} dimensions, but dimensions is {self.dimensions}"
+                )
+        return [item.embedding for item in sorted(items, key=lambda item: item.index)]
+
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.parameters.timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def __aenter__(self) -> OpenAICompatibleEmbeddingModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
