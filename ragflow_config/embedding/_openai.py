@@ -6,8 +6,9 @@ and Text Embeddings Inference's OpenAI route.
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
@@ -19,6 +20,7 @@ from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters
 
 _ApiKeyCredential = OpenAICredential | DashScopeCredential
+M = TypeVar("M", bound="OpenAICompatibleEmbeddingModel")
 
 
 class _EmbeddingItem(BaseModel):
@@ -85,6 +87,7 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         )
         self._api_key: SecretStr | None = credential.api_key
         self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def model(self) -> str:
@@ -148,17 +151,22 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         return [item.embedding for item in sorted(items, key=lambda item: item.index)]
 
     def _http_client(self) -> httpx.AsyncClient:
-        if self._client is None:
+        # A client's connections belong to the event loop that opened them, so a
+        # model reused under a new loop (a second ``asyncio.run``) needs a new client.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
             self._client = httpx.AsyncClient(timeout=self.parameters.timeout)
+            self._client_loop = loop
         return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""
-        if self._client is not None:
-            client, self._client = self._client, None
+        client, self._client = self._client, None
+        # A client opened under another, finished loop cannot be closed from this one.
+        if client is not None and self._client_loop is asyncio.get_running_loop():
             await client.aclose()
 
-    async def __aenter__(self) -> OpenAICompatibleEmbeddingModel:
+    async def __aenter__(self: M) -> M:
         return self
 
     async def __aexit__(
