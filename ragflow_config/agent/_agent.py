@@ -1,0 +1,121 @@
+"""The smallest agent that hosts middlewares: a reasoning-acting loop over a chat model."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
+from types import MappingProxyType
+from typing import Any
+
+from ..message import Msg
+from ..middleware._base import MiddlewareBase
+from ..model import ChatModelBase
+from ..tool import Toolkit
+from ._state import EventHandler, ReplyState
+
+# The reply each agent is running in the current task: concurrent replies,
+# even of one agent, each see their own state.
+_REPLIES: ContextVar[Mapping[Agent, ReplyState]] = ContextVar(
+    "ragflow_config_replies", default=MappingProxyType({})
+)
+
+
+class Agent:
+    """Calls the model, runs the tools it asks for, feeds the results back, until it answers.
+
+    ``context`` holds the conversation (inputs, answers, tool results) across
+    replies. A reply makes at most ``max_iters`` reasoning-acting rounds; if
+    the model still wants tools after that, one last call offers none, so it
+    answers with what it has. Middlewares wrap every reply (``on_reply``) and
+    every reasoning step (``on_reasoning``); their tools are not added
+    automatically: put ``await middleware.list_tools()`` in the toolkit.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        system_prompt: str,
+        model: ChatModelBase,
+        toolkit: Toolkit | None = None,
+        middlewares: Sequence[MiddlewareBase] = (),
+        *,
+        max_iters: int = 10,
+    ) -> None:
+        if max_iters < 1:
+            raise ValueError(f"max_iters must be at least 1, got {max_iters}")
+        self.name = name
+        self.system_prompt = system_prompt
+        self.model = model
+        self.toolkit = toolkit or Toolkit()
+        self.middlewares = tuple(middlewares)
+        self.max_iters = max_iters
+        self.context: list[Msg] = []
+
+    @property
+    def state(self) -> ReplyState:
+        """The state of this agent's reply running in the current task."""
+        state = _REPLIES.get().get(self)
+        if state is None:
+            raise RuntimeError(f"agent {self.name!r} has no reply in progress")
+        return state
+
+    async def reply(
+        self, inputs: Msg | list[Msg] | None = None, *, on_event: EventHandler | None = None
+    ) -> Msg:
+        """Answer ``inputs``; ``on_event`` receives events such as injected hints."""
+        state = ReplyState(reply_id=uuid.uuid4().hex, on_event=on_event)
+        token = _REPLIES.set({**_REPLIES.get(), self: state})
+        try:
+            return await self._through("on_reply", {"inputs": inputs}, self._reply_impl)
+        finally:
+            _REPLIES.reset(token)
+
+    async def _reply_impl(self, inputs: Msg | list[Msg] | None) -> Msg:
+        messages = _as_messages(inputs)
+        self.state.inputs = messages
+        self.context.extend(messages)
+        tools = self.toolkit.schemas()
+        for _ in range(self.max_iters):
+            answer = await self._through("on_reasoning", {"tools": tools}, self._reasoning_impl)
+            if not answer.tool_calls:
+                return answer
+            results = [await self.toolkit.call(call) for call in answer.tool_calls]
+            self.context.append(Msg(self.name, results, "assistant"))
+            self.state.cur_iter += 1
+        return await self._through("on_reasoning", {"tools": []}, self._reasoning_impl)
+
+    async def _reasoning_impl(self, tools: list[dict[str, Any]]) -> Msg:
+        system = [Msg("system", self.system_prompt, "system")] if self.system_prompt else []
+        response = await self.model([*system, *self.context], tools=tools or None)
+        answer = Msg(self.name, response.content, "assistant")
+        self.context.append(answer)
+        return answer
+
+    async def _through(
+        self, hook: str, kwargs: dict[str, Any], core: Callable[..., Awaitable[Msg]]
+    ) -> Msg:
+        """Run ``core`` inside every middleware's ``hook``, the first middleware outermost."""
+
+        async def layer(index: int, current: dict[str, Any]) -> Msg:
+            if index == len(self.middlewares):
+                return await core(**current)
+
+            async def next_handler(**overrides: Any) -> Msg:
+                return await layer(index + 1, {**current, **overrides})
+
+            middleware_hook = getattr(self.middlewares[index], hook)
+            result: Msg = await middleware_hook(self, dict(current), next_handler)
+            return result
+
+        return await layer(0, kwargs)
+
+
+def _as_messages(inputs: Msg | list[Msg] | None) -> list[Msg]:
+    if inputs is None:
+        return []
+    if isinstance(inputs, Msg):
+        return [inputs]
+    if isinstance(inputs, list) and all(isinstance(item, Msg) for item in inputs):
+        return list(inputs)
+    raise TypeError(f"an agent replies to a Msg or a list of Msg, not {type(inputs).__name__}")

@@ -1,0 +1,34 @@
+"""What an agent knows about the reply in progress, and the events a reply emits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..message import HintBlock, Msg
+
+
+@dataclass(frozen=True)
+class HintBlockEvent:
+    """A hint was injected into the context, e.g. retrieved passages a frontend may show."""
+
+    reply_id: str
+    hint: HintBlock
+
+
+AgentEvent = HintBlockEvent
+EventHandler = Callable[[AgentEvent], None]
+
+
+@dataclass
+class ReplyState:
+    """One reply's state. ``cur_iter`` is 0 during the reply's first reasoning step."""
+
+    reply_id: str
+    on_event: EventHandler | None = None
+    inputs: list[Msg] = field(default_factory=list)
+    cur_iter: int = 0
+
+    def emit(self, event: AgentEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)

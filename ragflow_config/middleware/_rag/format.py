@@ -1,0 +1,68 @@
+"""Turning messages into queries and hits into what the model reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...message import DataBlock, Msg, TextBlock
+from ...rag import VectorSearchResult
+from .parameters import split_template
+
+Query = str | DataBlock
+Blocks = list[TextBlock | DataBlock]
+
+
+def queries_from(messages: Sequence[Msg]) -> list[Query]:
+    """One text query per message (its text blocks joined), plus each data block.
+
+    Thinking, tool and hint blocks are never queries: they are not what the
+    user asked, and embedding models cannot take them.
+    """
+    queries: list[Query] = []
+    for message in messages:
+        texts = [b.text for b in message.content if isinstance(b, TextBlock) and b.text.strip()]
+        if texts:
+            queries.append("\n".join(texts))
+        queries.extend(b for b in message.content if isinstance(b, DataBlock))
+    return queries
+
+
+def format_results(hits: Sequence[VectorSearchResult]) -> Blocks:
+    """``[i] (source: <file>)\\n<text>`` per hit, blank line between hits, data blocks kept."""
+    blocks: Blocks = []
+    for number, hit in enumerate(hits, start=1):
+        prefix = ("\n\n" if number > 1 else "") + f"[{number}] (source: {hit.chunk.source})\n"
+        content = hit.chunk.content
+        if isinstance(content, TextBlock):
+            _append_text(blocks, prefix + content.text)
+        else:
+            _append_text(blocks, prefix)
+            blocks.append(content.model_copy(deep=True))
+    return blocks
+
+
+def wrap_hint(template: str, blocks: Blocks) -> str | Blocks:
+    """Put ``blocks`` where the template says ``{context}``: a string when all are text."""
+    before, after = split_template(template)
+    if all(isinstance(block, TextBlock) for block in blocks):
+        texts = "\n".join(block.text for block in blocks if isinstance(block, TextBlock))
+        return before + texts + after
+    wrapped: Blocks = []
+    _append_text(wrapped, before)
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            _append_text(wrapped, block.text)
+        else:
+            wrapped.append(block)
+    _append_text(wrapped, after)
+    return wrapped
+
+
+def _append_text(blocks: Blocks, text: str) -> None:
+    """Append ``text``, merged into the last block when that is text too."""
+    if not text:
+        return
+    if blocks and isinstance(blocks[-1], TextBlock):
+        blocks[-1] = TextBlock(text=blocks[-1].text + text)
+    else:
+        blocks.append(TextBlock(text=text))

@@ -1,0 +1,114 @@
+"""``RAGMiddleware``: knowledge bases in an agent's reasoning-acting loop."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...agent._state import HintBlockEvent
+from ...message import HintBlock, Msg
+from ...model import ChatModelBase
+from ...rag import KnowledgeBase, VectorSearchResult
+from ...tool import ToolBase
+from .._base import MiddlewareBase, NextHandler
+from .format import Query, format_results, queries_from, wrap_hint
+from .parameters import RAGParameters
+from .rerank import rerank
+from .search import search_across
+from .tool import SearchKnowledgeTool
+
+if TYPE_CHECKING:
+    from ...agent import Agent
+
+logger = logging.getLogger("ragflow_config.middleware.rag")
+
+
+class RAGMiddleware(MiddlewareBase):
+    """Retrieval from pre-built knowledge bases, in one of two modes.
+
+    ``static``: before the first reasoning step of every reply, search with
+    the reply's input and inject the hits as a hint (a user turn for the
+    model), removed after that step unless ``persist_hint``. ``agentic``:
+    :meth:`list_tools` offers a ``search_knowledge`` tool; register it in the
+    agent's toolkit. Attach two instances to use both. The knowledge bases
+    may use different embedding models: their rankings are merged by
+    reciprocal rank fusion, never by raw score. With a ``rerank_model`` each
+    search pulls ``rerank_candidate_k`` candidates and the model keeps
+    ``top_k``. The middleware keeps no per-reply state, so one instance can
+    serve many agents and concurrent replies.
+    """
+
+    Parameters: ClassVar[type[RAGParameters]] = RAGParameters
+    parameters: RAGParameters
+
+    def __init__(
+        self,
+        knowledge_bases: Sequence[KnowledgeBase],
+        parameters: RAGParameters | None = None,
+        rerank_model: ChatModelBase | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        repeated = [name for name, n in Counter(kb.name for kb in knowledge_bases).items() if n > 1]
+        if repeated:
+            raise ValueError(
+                f"knowledge base names must be unique (the model picks bases by name): "
+                f"{', '.join(map(repr, repeated))} given more than once"
+            )
+        self.knowledge_bases = tuple(knowledge_bases)
+        self.rerank_model = rerank_model
+
+    async def list_tools(self) -> list[ToolBase]:
+        if self.parameters.mode != "agentic":
+            return []
+        return [SearchKnowledgeTool(self.knowledge_bases, self.retrieve)]
+
+    async def retrieve(
+        self,
+        queries: Sequence[Query],
+        knowledge_bases: Sequence[KnowledgeBase] | None = None,
+    ) -> list[VectorSearchResult]:
+        """Search (all, or the given) knowledge bases, merge, rerank; at most ``top_k`` hits."""
+        p = self.parameters
+        targets = self.knowledge_bases if knowledge_bases is None else knowledge_bases
+        if self.rerank_model is None:
+            return await search_across(
+                targets, queries, limit=p.top_k, score_threshold=p.score_threshold
+            )
+        candidates = await search_across(
+            targets, queries, limit=p.rerank_candidates, score_threshold=p.score_threshold
+        )
+        if not candidates:
+            return []
+        return await rerank(
+            self.rerank_model, queries, candidates, top_k=p.top_k, prompt=p.rerank_prompt
+        )
+
+    async def on_reasoning(
+        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+    ) -> Msg:
+        p = self.parameters
+        state = agent.state
+        if p.mode != "static" or state.cur_iter != 0:
+            return await next_handler()
+        queries = queries_from(state.inputs)
+        try:
+            hits = await self.retrieve(queries) if queries else []
+        except Exception:
+            logger.exception("static retrieval failed; reasoning without retrieved context")
+            hits = []
+        if not hits:
+            return await next_handler()
+        source = type(self).__name__
+        hint = HintBlock(hint=wrap_hint(p.hint_template, format_results(hits)), source=source)
+        carrier = Msg(source, [hint], "user")
+        agent.context.append(carrier)
+        if p.emit_hint_event:
+            state.emit(HintBlockEvent(reply_id=state.reply_id, hint=hint))
+        try:
+            return await next_handler()
+        finally:
+            if not p.persist_hint:
+                agent.context[:] = [message for message in agent.context if message is not carrier]

@@ -1,0 +1,99 @@
+"""Letting a chat model reorder retrieval candidates. Best effort: failure means vector order."""
+
+from __future__ import annotations
+
+import html
+import logging
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from ...message import DataBlock, Msg, TextBlock
+from ...model import ChatModelBase
+from ...rag import VectorSearchResult
+from .format import Blocks, Query
+
+logger = logging.getLogger("ragflow_config.middleware.rag")
+
+
+class RerankAnswer(BaseModel):
+    """What the rerank model returns."""
+
+    ids: list[str | int] = Field(
+        description="Candidate ids, most relevant first; only ids listed in the request."
+    )
+
+
+async def rerank(
+    model: ChatModelBase,
+    queries: Sequence[Query],
+    candidates: Sequence[VectorSearchResult],
+    *,
+    top_k: int,
+    prompt: str,
+) -> list[VectorSearchResult]:
+    """The ``min(top_k, len(candidates))`` best candidates in the model's order.
+
+    Candidates the model cannot read are not shown to it and go last. Ids
+    the model repeats or invents are ignored, and readable candidates it
+    leaves out follow its choice in vector order. Any failure of the call or
+    of its answer logs a warning and keeps the vector order.
+    """
+    final = min(top_k, len(candidates))
+    by_label = {f"c{number}": hit for number, hit in enumerate(candidates, start=1)}
+    readable = [label for label, hit in by_label.items() if _readable(model, hit)]
+    unreadable = [label for label in by_label if label not in readable]
+    if not readable:
+        return list(candidates[:final])
+    logger.info(
+        "reranking %d candidates to %d with %s", len(candidates), final, model.model_name
+    )
+    request = _request(model, queries, by_label, readable, prompt.format(
+        query="\n".join(query for query in queries if isinstance(query, str)), top_k=final
+    ))
+    try:
+        answer = await model.generate_structured_output([request], RerankAnswer)
+    except Exception as exc:
+        logger.warning(
+            "rerank with %s failed, keeping the vector order: %s: %s",
+            model.model_name, type(exc).__name__, exc,
+        )
+        return list(candidates[:final])
+    chosen: list[str] = []
+    for raw in answer.ids:
+        label = _label(raw)
+        if label in readable and label not in chosen:
+            chosen.append(label)
+    order = chosen + [label for label in readable if label not in chosen] + unreadable
+    logger.debug("reranked order: %s", ", ".join(order[:final]))
+    return [by_label[label] for label in order[:final]]
+
+
+def _readable(model: ChatModelBase, hit: VectorSearchResult) -> bool:
+    content = hit.chunk.content
+    return not isinstance(content, DataBlock) or model.can_read(content)
+
+
+def _request(
+    model: ChatModelBase,
+    queries: Sequence[Query],
+    by_label: dict[str, VectorSearchResult],
+    readable: list[str],
+    instruction: str,
+) -> Msg:
+    blocks: Blocks = [TextBlock(text=instruction)]
+    blocks += [q for q in queries if isinstance(q, DataBlock) and model.can_read(q)]
+    for label in readable:
+        chunk = by_label[label].chunk
+        opening = f'<candidate id="{label}" source="{html.escape(chunk.source, quote=True)}">'
+        if isinstance(chunk.content, TextBlock):
+            blocks.append(TextBlock(text=f"{opening}\n{chunk.content.text}\n</candidate>"))
+        else:
+            blocks += [TextBlock(text=opening), chunk.content, TextBlock(text="</candidate>")]
+    return Msg("user", blocks, "user")
+
+
+def _label(raw: str | int) -> str:
+    """``"c3"``, ``" C3 "``, ``3`` and ``"3"`` all name candidate c3."""
+    label = str(raw).strip().lower()
+    return f"c{int(label)}" if label.isdigit() else label

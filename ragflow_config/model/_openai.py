@@ -1,0 +1,141 @@
+"""Chat models behind any server that speaks OpenAI's ``POST /chat/completions``.
+
+That covers OpenAI itself, DashScope's compatible mode, vLLM and Ollama's ``/v1``.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, ClassVar
+
+import httpx
+from pydantic import Field, SecretStr, ValidationError, field_validator
+
+from .._errors import ChatModelError
+from .._http import post_json
+from ..credential import DashScopeCredential, OpenAICredential
+from ..message import Msg
+from ._base import ChatModelBase, ChatModelParameters, ChatResponse
+from ._openai_format import WireResponse, to_wire_messages
+
+_ApiKeyCredential = OpenAICredential | DashScopeCredential
+
+
+class OpenAICompatibleChatModel(ChatModelBase):
+    """A chat model at an OpenAI-compatible ``{base_url}/chat/completions`` endpoint.
+
+    Tools are sent as ``tools`` and come back as ``tool_calls`` with JSON
+    ``arguments``. The API key is ``credential``, or else read from the
+    variable ``api_key_env`` when the model is built; it is optional because
+    local servers need none. One HTTP client per instance, opened on first
+    use; close it with :meth:`aclose` or ``async with model:``.
+    """
+
+    class Parameters(ChatModelParameters):
+        base_url: str = Field(
+            default="https://api.openai.com/v1",
+            pattern=r"^https?://",
+            description="The API root; requests go to {base_url}/chat/completions.",
+        )
+        model: str = Field(min_length=1, description="The model's name on the server.")
+        temperature: float | None = Field(
+            default=None, ge=0, le=2, description="Sampling temperature; unset uses the server's."
+        )
+        timeout: float = Field(default=120.0, gt=0, description="Seconds per request.")
+        max_retries: int = Field(
+            default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
+        )
+        api_key_env: str = Field(
+            default="OPENAI_API_KEY",
+            description="Environment variable holding the API key, if the server needs one.",
+        )
+
+        @field_validator("base_url")
+        @classmethod
+        def _no_trailing_slash(cls, value: str) -> str:
+            return value.rstrip("/")
+
+    parameters: Parameters
+    credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
+    service_label: ClassVar[str] = "OpenAI-compatible chat"
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: _ApiKeyCredential | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        credential = credential or self.credential_type.from_environment(
+            {"api_key": self.parameters.api_key_env}
+        )
+        self._api_key: SecretStr | None = credential.api_key
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self.parameters.model
+
+    @property
+    def service(self) -> str:
+        """How errors and logs name the remote: never with credentials in the URL."""
+        url = httpx.URL(self.parameters.base_url).copy_with(username=None, password=None)
+        return f"{self.service_label} ({self.model_name}) at {url}"
+
+    async def __call__(
+        self, messages: list[Msg], tools: list[dict[str, Any]] | None = None
+    ) -> ChatResponse:
+        p = self.parameters
+        payload: dict[str, Any] = {
+            "model": p.model,
+            "messages": to_wire_messages(messages, self.can_read),
+        }
+        if tools:
+            payload["tools"] = tools
+        if p.temperature is not None:
+            payload["temperature"] = p.temperature
+        headers = (
+            {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
+            if self._api_key is not None
+            else None
+        )
+        body = await post_json(
+            self._http_client(),
+            f"{p.base_url}/chat/completions",
+            payload,
+            service=self.service,
+            error=ChatModelError,
+            headers=headers,
+            max_retries=p.max_retries,
+        )
+        try:
+            return ChatResponse(content=WireResponse.model_validate(body).blocks())
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"])
+            raise ChatModelError(
+                f"{self.service}: unexpected response: {where}: {problem['msg']}"
+            ) from None
+
+    def _http_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.parameters.timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def __aenter__(self) -> OpenAICompatibleChatModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,6 @@
+"""Tools an agent's model can call, and the ``Toolkit`` that runs them."""
+
+from ._base import ToolBase
+from ._toolkit import Toolkit
+
+__all__ = ["ToolBase", "Toolkit"]
