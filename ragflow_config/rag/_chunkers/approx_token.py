@@ -19,6 +19,7 @@ BYTES_PER_TOKEN = 4
 # Cut points, strongest first: a paragraph break, a line break, a sentence end, a space.
 _SEPARATORS = ("\n\n", "\n", ". ", " ")
 _WHITESPACE = re.compile(r"\s")
+_NON_WHITESPACE = re.compile(r"\S")
 
 
 def approx_tokens(text: str) -> int:
@@ -106,13 +107,13 @@ class ApproxTokenChunker(ChunkerBase):
         overlap_bytes = self.overlap * BYTES_PER_TOKEN
         pieces: list[str] = []
         start, length = 0, len(text)
-        while start < length:
+        while (first_visible := _NON_WHITESPACE.search(text, start)) is not None:
+            # Leading whitespace is stripped anyway, so it must not use up the budget.
+            start = first_visible.start()
             end = max(bisect_right(offsets, offsets[start] + budget) - 1, start + 1)
             if end < length:
                 end = self._preferred_cut(text, start, end)
-            piece = text[start:end].strip()
-            if piece:
-                pieces.append(piece)
+            pieces.append(text[start:end].rstrip())
             if end >= length:
                 break
             start = self._next_start(text, offsets, start, end, overlap_bytes)
@@ -122,7 +123,10 @@ class ApproxTokenChunker(ChunkerBase):
     def _preferred_cut(text: str, start: int, end: int) -> int:
         floor = start + (end - start) // 2
         for separator in _SEPARATORS:
-            at = text.rfind(separator, floor, end)
+            # The separator's whitespace may lie just past the piece: cutting right
+            # before a space is as good as cutting after it.
+            limit = end + len(separator) - len(separator.rstrip())
+            at = text.rfind(separator, floor, limit)
             if at > start:
                 return min(at + len(separator), end)
         return end
@@ -135,7 +139,8 @@ class ApproxTokenChunker(ChunkerBase):
             return end
         candidate = max(bisect_left(offsets, offsets[end] - overlap_bytes), start + 1)
         if not text[candidate - 1].isspace():
-            space = _WHITESPACE.search(text, candidate, end)
+            # Up to and including text[end]: the cut may sit right before a space.
+            space = _WHITESPACE.search(text, candidate, end + 1)
             if space:
                 candidate = space.end()
         return candidate if candidate < end else end
