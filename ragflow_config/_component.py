@@ -46,3 +46,14 @@ class Component:
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
             "parameters": self.parameters.model_dump(mode="json"),
         }
+
+
+# Marks a parameter that holds a filesystem path: a pipeline file's relative
+# paths are resolved against the file's own folder, not the working directory.
+RELATIVE_PATH = {"x-ragflow-path": True}
+
+
+def is_path_field(model: type[BaseModel], name: str) -> bool:
+    field = model.model_fields.get(name)
+    extra = field.json_schema_extra if field else None
+    return isinstance(extra, dict) and bool(extra.get("x-ragflow-path"))

@@ -57,9 +57,7 @@ class ConfigError(RagflowError):
 class ConfigIssue:
     """One problem in a pipeline file: where it is and what was expected."""
 
-    def __init__(
-        self, file: str, line: int, column: int, path: str, message: str
-    ) -> None:
+    def __init__(self, file: str, line: int, column: int, path: str, message: str) -> None:
         self.file = file
         self.line = line
         self.column = column

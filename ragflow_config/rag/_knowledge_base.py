@@ -97,7 +97,13 @@ class KnowledgeBase:
         chunk's own metadata, which beats ``document_metadata``. Chunks a
         text-only model cannot embed (``DataBlock``s) are skipped with a warning
         that names them. Embedding happens before any write, and a failed write
-        removes what it wrote, so a failure leaves no partial document.
+        removes the document, so a failure leaves no partial document.
+
+        Records are written last chunk first, so chunk 0 appears only once every
+        other chunk is stored: a document whose chunk 0 carries a given version
+        is complete in that version. Re-inserting an existing ``document_id``
+        overwrites its chunks in place; a search meanwhile finds each position
+        once, in the old or the new version, never the document missing.
         """
         document_id = document_id or uuid.uuid4().hex
         prepared = self._prepare(chunks, document_metadata or {})
@@ -112,8 +118,9 @@ class KnowledgeBase:
             )
         records = [
             VectorRecord(vector=vector, document_id=document_id, chunk=chunk)
-            for vector, chunk in zip(response.embeddings, prepared)
+            for vector, chunk in zip(response.embeddings, prepared, strict=True)
         ]
+        records.reverse()
         try:
             await self._vector_store.insert(self._collection, records)
         except BaseException:
@@ -121,21 +128,27 @@ class KnowledgeBase:
             raise
         return document_id
 
-    def _prepare(self, chunks: list[Chunk], document_metadata: dict[str, Any]) -> list[Chunk]:
+    def embeddable_chunks(self, chunks: list[Chunk]) -> list[Chunk]:
+        """The chunks this knowledge base's model can embed; warns naming the others."""
         if self._embedding_model.supports_multimodal:
-            embeddable = chunks
-        else:
-            embeddable = [c for c in chunks if not isinstance(c.content, DataBlock)]
-            skipped = [
-                f"{c.source}#{c.chunk_index} ({c.content.media_type})"
-                for c in chunks
-                if isinstance(c.content, DataBlock)
-            ]
-            if skipped:
-                logger.warning(
-                    "%s: skipping %d chunk(s) the text-only model %s cannot embed: %s",
-                    self.name, len(skipped), self._embedding_model.model, ", ".join(skipped),
-                )
+            return chunks
+        skipped = [
+            f"{c.source}#{c.chunk_index} ({c.content.media_type})"
+            for c in chunks
+            if isinstance(c.content, DataBlock)
+        ]
+        if skipped:
+            logger.warning(
+                "%s: skipping %d chunk(s) the text-only model %s cannot embed: %s",
+                self.name,
+                len(skipped),
+                self._embedding_model.model,
+                ", ".join(skipped),
+            )
+        return [c for c in chunks if not isinstance(c.content, DataBlock)]
+
+    def _prepare(self, chunks: list[Chunk], document_metadata: dict[str, Any]) -> list[Chunk]:
+        embeddable = self.embeddable_chunks(chunks)
         total = len(embeddable)
         return [
             chunk.model_copy(
@@ -174,7 +187,8 @@ class KnowledgeBase:
         ``score_threshold`` are dropped.
         """
         usable: list[EmbeddingInput] = [
-            query for query in queries
+            query
+            for query in queries
             if self._embedding_model.supports_multimodal or not isinstance(query, DataBlock)
         ]
         if not usable or top_k <= 0:
@@ -212,15 +226,25 @@ class KnowledgeBase:
         """A page of one document's chunks, by ``chunk_index``, within scope."""
         await self.ensure_collection()
         return await self._vector_store.list_chunks(
-            self._collection, document_id, offset=offset, limit=limit,
+            self._collection,
+            document_id,
+            offset=offset,
+            limit=limit,
             metadata_filter=self._metadata_filter,
         )
 
-    async def delete_document(self, document_id: str) -> None:
-        """Remove every chunk of ``document_id`` within this knowledge base's scope."""
+    async def delete_document(
+        self, document_id: str, *, where: dict[str, Any] | None = None
+    ) -> None:
+        """Remove every chunk of ``document_id`` within this knowledge base's scope.
+
+        ``where`` narrows the deletion to chunks whose metadata also matches it
+        (used to remove an old version's leftover chunks); it can never widen the scope.
+        """
         await self.ensure_collection()
+        scope = _deep_merge(where or {}, self._metadata_filter or {})
         await self._vector_store.delete(
-            self._collection, document_id, metadata_filter=self._metadata_filter
+            self._collection, document_id, metadata_filter=scope or None
         )
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..._component import ComponentParameters
+from ..._component import RELATIVE_PATH, ComponentParameters
 from ..._errors import VectorStoreError
 from ...credential import QdrantCredential
 from ..._extras import require
@@ -32,7 +32,11 @@ class QdrantStore(VectorStoreBase):
         location: Literal[":memory:"] | None = Field(
             default=None, description='":memory:" for an ephemeral in-process store.'
         )
-        path: str | None = Field(default=None, description="Directory of an on-disk local store.")
+        path: str | None = Field(
+            default=None,
+            description="Directory of an on-disk local store.",
+            json_schema_extra=RELATIVE_PATH,
+        )
         url: str | None = Field(default=None, description="URL of a Qdrant server.")
         api_key_env: str = Field(
             default="QDRANT_API_KEY",

@@ -1,0 +1,20 @@
+"""Declarative pipelines: YAML files that define knowledge bases and the middlewares using them."""
+
+from ._build import BuiltPipeline
+from ._pipeline import Pipeline
+from ._registry import ComponentType, Registry, UnknownTypeError, default_registry
+from ._run import Change, KnowledgeBaseReport, RunOptions, RunRefused, RunReport
+
+__all__ = [
+    "BuiltPipeline",
+    "Change",
+    "ComponentType",
+    "KnowledgeBaseReport",
+    "Pipeline",
+    "Registry",
+    "RunOptions",
+    "RunRefused",
+    "RunReport",
+    "UnknownTypeError",
+    "default_registry",
+]

@@ -1,0 +1,149 @@
+"""Building live objects from a validated pipeline: stores, models, knowledge bases, middlewares."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._component import Component, is_path_field
+from ..embedding import EmbeddingModelBase
+from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
+from ._registry import Kind, Registry
+from ._spec import ComponentBlock, EmbeddingBlock, KnowledgeBaseSpec, PipelineSpec, VectorStoreBlock
+
+
+def build_component(
+    registry: Registry, kind: Kind, block: ComponentBlock, folder: Path | None = None
+) -> Any:
+    """An instance of the block's registered type, built from its validated parameters."""
+    cls: type[Component] = registry.get(kind, block.type).cls
+    parameters = dict(block.parameters)
+    if folder is not None:
+        for name, value in parameters.items():
+            if (
+                isinstance(value, str)
+                and "://" not in value
+                and is_path_field(cls.Parameters, name)
+            ):
+                parameters[name] = str((folder / value).resolve())
+    return cls(parameters=cls.Parameters.model_validate(parameters))
+
+
+def embedding_block(spec: PipelineSpec, kb: KnowledgeBaseSpec) -> EmbeddingBlock:
+    return spec.embeddings[kb.embedding] if isinstance(kb.embedding, str) else kb.embedding
+
+
+def vector_store_block(spec: PipelineSpec, kb: KnowledgeBaseSpec) -> VectorStoreBlock:
+    return (
+        spec.vector_stores[kb.vector_store] if isinstance(kb.vector_store, str) else kb.vector_store
+    )
+
+
+def embedding_dimensions(
+    spec: PipelineSpec, kb: KnowledgeBaseSpec, registry: Registry
+) -> int | None:
+    """The vector length a knowledge base's embedding makes, when it can be known offline."""
+    try:
+        model: EmbeddingModelBase = build_component(
+            registry, "embedding", embedding_block(spec, kb)
+        )
+        return model.dimensions
+    except Exception:
+        return None
+
+
+@dataclass
+class IndexingPlan:
+    """What indexing one knowledge base needs beyond its handle."""
+
+    spec: KnowledgeBaseSpec
+    knowledge_base: KnowledgeBase
+    parsers: list[ParserBase]
+    chunker: ChunkerBase
+
+
+@dataclass
+class BuiltPipeline:
+    """A pipeline's live objects. Valid inside the ``async with`` that built them."""
+
+    spec: PipelineSpec
+    folder: Path
+    knowledge_bases: dict[str, KnowledgeBase]
+    middlewares: list[Any]
+    indexing: dict[str, IndexingPlan] = field(default_factory=dict)
+
+    def knowledge_base(self, name: str) -> KnowledgeBase:
+        try:
+            return self.knowledge_bases[name]
+        except KeyError:
+            known = ", ".join(self.knowledge_bases) or "none"
+            raise KeyError(f"no knowledge base named {name!r} (defined: {known})") from None
+
+
+@contextlib.asynccontextmanager
+async def build(
+    spec: PipelineSpec, folder: Path, registry: Registry, only: list[str] | None = None
+):  # type: ignore[no-untyped-def]
+    """Enter every store and model the pipeline (or the named knowledge bases) uses.
+
+    Named blocks are built once and shared: two knowledge bases naming one
+    store use one connection.
+    """
+    wanted = [kb for kb in spec.knowledge_bases if only is None or kb.name in only]
+    async with contextlib.AsyncExitStack() as stack:
+        shared: dict[tuple[str, str], Any] = {}
+
+        async def component(
+            kind: Kind, reference: str | ComponentBlock, section: dict[str, Any]
+        ) -> Any:
+            key = (kind, reference if isinstance(reference, str) else reference.model_dump_json())
+            if key not in shared:
+                block = section[reference] if isinstance(reference, str) else reference
+                instance = build_component(registry, kind, block, folder)
+                if hasattr(instance, "__aenter__"):
+                    instance = await stack.enter_async_context(instance)
+                shared[key] = instance
+            return shared[key]
+
+        built = BuiltPipeline(spec, folder, {}, [])
+        for kb_spec in wanted:
+            store: VectorStoreBase = await component(
+                "vector_store", kb_spec.vector_store, spec.vector_stores
+            )
+            model: EmbeddingModelBase = await component(
+                "embedding", kb_spec.embedding, spec.embeddings
+            )
+            knowledge_base = KnowledgeBase(
+                name=kb_spec.name,
+                description=kb_spec.description,
+                embedding_model=model,
+                vector_store=store,
+                collection=kb_spec.collection,
+                metadata_filter=kb_spec.metadata_filter,
+            )
+            built.knowledge_bases[kb_spec.name] = knowledge_base
+            built.indexing[kb_spec.name] = IndexingPlan(
+                spec=kb_spec,
+                knowledge_base=knowledge_base,
+                parsers=[build_component(registry, "parser", p, folder) for p in kb_spec.parsers],
+                chunker=build_component(registry, "chunker", kb_spec.chunker, folder),
+            )
+        for middleware in spec.middlewares:
+            if not set(middleware.knowledge_bases) <= set(built.knowledge_bases):
+                continue  # built only for a subset of knowledge bases
+            rerank = (
+                await component("chat_model", middleware.rerank_model, spec.chat_models)
+                if middleware.rerank_model is not None
+                else None
+            )
+            cls = registry.get("middleware", middleware.type).cls
+            built.middlewares.append(
+                cls(  # type: ignore[call-arg]
+                    knowledge_bases=[built.knowledge_bases[n] for n in middleware.knowledge_bases],
+                    rerank_model=rerank,
+                    parameters=cls.Parameters.model_validate(middleware.parameters),
+                )
+            )
+        yield built

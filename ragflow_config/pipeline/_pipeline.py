@@ -1,0 +1,70 @@
+"""The Python API of a pipeline file: load it, build it, run it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from ._build import BuiltPipeline, build
+from ._registry import Registry, default_registry
+from ._run import RunOptions, RunReport, run
+from ._spec import PipelineSpec
+from ._validate import LoadedPipeline, load_pipeline
+
+
+class Pipeline:
+    """A validated pipeline file.
+
+    >>> pipeline = Pipeline.load("pipelines/local.yaml")
+    >>> async with pipeline.build() as built:
+    ...     kb = built.knowledge_bases["python-docs"]
+    ...     hits = await kb.search(["How do I open a file?"])
+    """
+
+    def __init__(self, loaded: LoadedPipeline, registry: Registry) -> None:
+        self._loaded = loaded
+        self._registry = registry
+
+    @classmethod
+    def load(cls, path: str | Path, registry: Registry | None = None) -> Pipeline:
+        """Read and validate ``path``; raises ``ConfigError`` listing every problem."""
+        registry = registry or default_registry()
+        return cls(load_pipeline(path, registry), registry)
+
+    @property
+    def spec(self) -> PipelineSpec:
+        return self._loaded.spec
+
+    @property
+    def path(self) -> Path:
+        return self._loaded.path
+
+    @property
+    def knowledge_base_names(self) -> list[str]:
+        return [kb.name for kb in self.spec.knowledge_bases]
+
+    def _check_names(self, names: list[str] | None) -> None:
+        unknown = sorted(set(names or []) - set(self.knowledge_base_names))
+        if unknown:
+            raise KeyError(
+                f"{self.path.name}: no knowledge base named {', '.join(map(repr, unknown))} "
+                f"(defined: {', '.join(self.knowledge_base_names)})"
+            )
+
+    @asynccontextmanager
+    async def build(self, knowledge_bases: list[str] | None = None) -> AsyncIterator[BuiltPipeline]:
+        """Open the stores and build the knowledge bases and middlewares.
+
+        With ``knowledge_bases``, only those (and the middlewares using only them) are built.
+        """
+        self._check_names(knowledge_bases)
+        async with build(self.spec, self._loaded.folder, self._registry, knowledge_bases) as built:
+            yield built
+
+    async def run(
+        self, knowledge_bases: list[str] | None = None, options: RunOptions | None = None
+    ) -> RunReport:
+        """Index the sources: only what changed since the last run."""
+        async with self.build(knowledge_bases) as built:
+            return await run(built, knowledge_bases, options or RunOptions())

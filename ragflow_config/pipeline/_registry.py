@@ -1,0 +1,135 @@
+"""The registry of component types, filled from entry points.
+
+Built-in components register through the same entry-point groups as
+third-party packages, so a plugin's parser or store appears in the generated
+schema and the CLI without an edit here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Literal
+
+from pydantic import BaseModel
+
+from .._component import Component
+
+logger = logging.getLogger("ragflow_config.registry")
+
+Kind = Literal["parser", "chunker", "embedding", "vector_store", "chat_model", "middleware"]
+
+ENTRY_POINT_GROUPS: dict[Kind, str] = {
+    "parser": "ragflow_config.parsers",
+    "chunker": "ragflow_config.chunkers",
+    "embedding": "ragflow_config.embeddings",
+    "vector_store": "ragflow_config.vector_stores",
+    "chat_model": "ragflow_config.chat_models",
+    "middleware": "ragflow_config.middlewares",
+}
+
+
+class UnknownTypeError(LookupError):
+    """A pipeline names a type no installed package registers."""
+
+    def __init__(self, kind: Kind, name: str, known: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = known
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        listing = ", ".join(known) or "none"
+        super().__init__(f"unknown {kind} type {name!r} (registered: {listing}){hint}")
+
+
+@dataclass(frozen=True)
+class ComponentType:
+    """A registered type: its name, its class, and the model of its parameters."""
+
+    kind: Kind
+    name: str
+    cls: type[Component]
+    distribution: str | None
+
+    @property
+    def parameters_model(self) -> type[BaseModel]:
+        return self.cls.Parameters
+
+    @property
+    def description(self) -> str:
+        doc = (self.cls.__doc__ or "").strip()
+        return doc.split("\n\n", 1)[0].replace("\n", " ")
+
+
+class Registry:
+    """Component types by kind and name."""
+
+    def __init__(self) -> None:
+        self._types: dict[Kind, dict[str, ComponentType]] = {
+            kind: {} for kind in ENTRY_POINT_GROUPS
+        }
+
+    @classmethod
+    def from_entry_points(cls) -> Registry:
+        registry = cls()
+        for kind, group in ENTRY_POINT_GROUPS.items():
+            for entry in entry_points(group=group):
+                try:
+                    component = entry.load()
+                except Exception as exc:  # a broken plugin must not take the others down
+                    logger.warning(
+                        "skipping %s type %r from %s: %s: %s",
+                        kind,
+                        entry.name,
+                        entry.value,
+                        type(exc).__name__,
+                        exc,
+                    )
+                    continue
+                distribution = entry.dist.name if entry.dist else None
+                registry.register(kind, entry.name, component, distribution=distribution)
+        return registry
+
+    def register(
+        self, kind: Kind, name: str, component: type[Component], *, distribution: str | None = None
+    ) -> None:
+        if not (isinstance(component, type) and issubclass(component, Component)):
+            raise TypeError(f"{kind} type {name!r}: {component!r} is not a Component subclass")
+        chunker_type = getattr(component, "chunker_type", None)
+        if kind == "chunker" and chunker_type != name:
+            raise ValueError(
+                f"chunker {component.__name__} has chunker_type {chunker_type!r} "
+                f"but is registered as {name!r}"
+            )
+        existing = self._types[kind].get(name)
+        if existing is not None and existing.cls is not component:
+            raise ValueError(
+                f"{kind} type {name!r} is registered twice: by {existing.distribution} "
+                f"({existing.cls.__module__}) and by {distribution} ({component.__module__})"
+            )
+        self._types[kind][name] = ComponentType(kind, name, component, distribution)
+
+    def names(self, kind: Kind) -> list[str]:
+        return sorted(self._types[kind])
+
+    def types(self, kind: Kind) -> list[ComponentType]:
+        return [self._types[kind][name] for name in self.names(kind)]
+
+    def get(self, kind: Kind, name: str) -> ComponentType:
+        try:
+            return self._types[kind][name]
+        except KeyError:
+            raise UnknownTypeError(kind, name, self.names(kind)) from None
+
+
+_default: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The registry of every installed package's entry points, loaded once."""
+    global _default
+    if _default is None:
+        _default = Registry.from_entry_points()
+    return _default

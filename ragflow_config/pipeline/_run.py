@@ -1,0 +1,382 @@
+"""Indexing: plan what changed since the last run, then parse, chunk, embed and write it.
+
+State lives in the vector store itself, in each chunk's ``metadata["ragflow"]``:
+the file's path and content hash, the pipeline fingerprint that produced the
+vectors, the document's revision and its chunk count. A fresh CI runner needs
+no local state, and an interrupted run converges when started again:
+
+* chunks are written last-first, so chunk 0 (which supplies a document's
+  summary) carries the new revision only once the rest is stored;
+* a document whose stored chunk count disagrees with its recorded one is
+  repaired (deleted and written again);
+* an updated document's new chunks overwrite the old ones in place before the
+  old version's leftovers are deleted, so a search never finds it missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .._errors import ParserError, RagflowError
+from ..rag import Chunk, DocumentSummary
+from ..rag._chunkers.base import ChunkerBase
+from ..rag._media_types import detect
+from ..rag._parsers.base import ParserBase
+from ._build import BuiltPipeline, IndexingPlan
+from ._sources import SourceFile, content_hash, discover, document_id
+
+Action = Literal["add", "update", "repair", "unchanged", "delete", "keep", "unsupported", "failed"]
+STATE_KEY = "ragflow"
+
+
+class RunRefused(RagflowError):
+    """A run or plan stopped before writing, because going on would need ``--force``."""
+
+
+@dataclass
+class Change:
+    """What happens (or would happen) to one document."""
+
+    action: Action
+    path: str
+    document_id: str
+    reason: str = ""
+    chunks: int = 0
+
+
+@dataclass
+class KnowledgeBaseReport:
+    name: str
+    changes: list[Change] = field(default_factory=list)
+    fingerprint_changes: list[str] = field(default_factory=list)
+    aborted: str | None = None
+
+    def count(self, action: Action) -> int:
+        return sum(1 for change in self.changes if change.action == action)
+
+    @property
+    def chunks(self) -> int:
+        return sum(change.chunks for change in self.changes)
+
+    @property
+    def pending(self) -> bool:
+        return any(c.action in ("add", "update", "repair", "delete") for c in self.changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts = {
+            a: self.count(a)
+            for a in (
+                "add",
+                "update",
+                "repair",
+                "delete",
+                "unchanged",
+                "keep",
+                "unsupported",
+                "failed",
+            )
+        }
+        return {
+            "name": self.name,
+            "counts": counts,
+            "chunks_written": self.chunks,
+            "fingerprint_changes": self.fingerprint_changes,
+            "aborted": self.aborted,
+            "changes": [asdict(c) for c in self.changes],
+        }
+
+
+@dataclass
+class RunReport:
+    knowledge_bases: list[KnowledgeBaseReport]
+    seconds: float
+    dry_run: bool
+
+    @property
+    def failed(self) -> bool:
+        return any(kb.count("failed") or kb.aborted for kb in self.knowledge_bases)
+
+    @property
+    def pending(self) -> bool:
+        return any(kb.pending for kb in self.knowledge_bases)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "seconds": round(self.seconds, 3),
+            "failed": self.failed,
+            "knowledge_bases": [kb.as_dict() for kb in self.knowledge_bases],
+        }
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run behaves beyond what the pipeline file says."""
+
+    dry_run: bool = False
+    prune: bool | None = None  # None: the knowledge base's own `prune`
+    force: bool = False  # go past the mass-deletion guard
+    on_fingerprint_change: Literal["reindex", "refuse"] = "reindex"
+    repair: bool = True
+    workers: int | None = None  # parser processes; 0 parses in this process
+    progress: Callable[[str, Change], None] | None = None
+
+
+def fingerprint(plan: IndexingPlan) -> dict[str, str]:
+    """What produced a knowledge base's vectors; a change means they must be made again."""
+    model = plan.knowledge_base.embedding_model
+    embedding = f"{type(model).__name__}/{model.model}/{model.dimensions}"
+    chunker = {"type": plan.spec.chunker.type, **plan.chunker.parameters.model_dump(mode="json")}
+    parsers = [
+        {"type": block.type, **parser.parameters.model_dump(mode="json")}
+        for block, parser in zip(plan.spec.parsers, plan.parsers, strict=True)
+    ]
+    return {
+        "embedding": embedding,
+        "chunker": json.dumps(chunker, sort_keys=True),
+        "parsers": json.dumps(parsers, sort_keys=True),
+    }
+
+
+def _revision(file_hash: str, prints: dict[str, str]) -> str:
+    key = file_hash + json.dumps(prints, sort_keys=True)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _state(summary: DocumentSummary) -> dict[str, Any]:
+    state = summary.metadata.get(STATE_KEY)
+    return state if isinstance(state, dict) else {}
+
+
+def _changed_fields(old: dict[str, Any], new: dict[str, str]) -> list[str]:
+    return sorted(key for key in new if old.get(key) != new[key])
+
+
+async def run(
+    built: BuiltPipeline, only: list[str] | None = None, options: RunOptions = RunOptions()
+) -> RunReport:
+    """Bring each knowledge base in line with its sources (or, with ``dry_run``, say what would change)."""
+    started = time.perf_counter()
+    reports = []
+    workers = options.workers if options.workers is not None else min(4, os.cpu_count() or 1)
+    executor = None
+    if workers > 0 and not options.dry_run:
+        # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
+        context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+        executor = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
+    concurrency = max(2, 2 * workers)
+    try:
+        for name, plan in built.indexing.items():
+            if only is None or name in only:
+                reports.append(
+                    await _run_knowledge_base(plan, built, options, executor, concurrency)
+                )
+    finally:
+        if executor is not None:
+            executor.shutdown(cancel_futures=True)
+    return RunReport(reports, time.perf_counter() - started, options.dry_run)
+
+
+async def _run_knowledge_base(
+    plan: IndexingPlan,
+    built: BuiltPipeline,
+    options: RunOptions,
+    executor: concurrent.futures.Executor | None,
+    concurrency: int,
+) -> KnowledgeBaseReport:
+    kb = plan.knowledge_base
+    report = KnowledgeBaseReport(kb.name)
+    prints = fingerprint(plan)
+    files = list(discover(plan.spec, built.folder))
+    existing = {s.document_id: s for s in await kb.list_documents()}
+    managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
+    wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
+
+    stale_prints = {
+        field_name
+        for summary in managed.values()
+        if summary.document_id in wanted
+        for field_name in _changed_fields(_state(summary).get("fingerprint", {}), prints)
+    }
+    report.fingerprint_changes = sorted(stale_prints)
+    if stale_prints and options.on_fingerprint_change == "refuse":
+        raise RunRefused(
+            f"{kb.name}: the pipeline changed what produces the vectors ({', '.join(sorted(stale_prints))}); "
+            "re-run without --refuse-on-fingerprint-change to re-index every document"
+        )
+
+    prune = plan.spec.prune if options.prune is None else options.prune
+    gone = [s for doc_id, s in managed.items() if doc_id not in wanted]
+    if prune and managed and not options.force:
+        share = len(gone) / len(managed)
+        if share > plan.spec.max_delete_fraction:
+            raise RunRefused(
+                f"{kb.name}: the run would delete {len(gone)} of {len(managed)} documents "
+                f"({share:.0%}, more than max_delete_fraction {plan.spec.max_delete_fraction:.0%}); "
+                "check the sources (a moved folder or an empty checkout?) or pass --force"
+            )
+
+    async def process(doc_id: str, file: SourceFile) -> None:
+        data = await asyncio.to_thread(file.read)
+        digest = content_hash(data)
+        change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
+        if change.action in ("add", "update", "repair") and not options.dry_run:
+            change = await _write(
+                plan, change, file, data, digest, prints, existing.get(doc_id), executor
+            )
+        report.changes.append(change)
+        if options.progress:
+            options.progress(kb.name, change)
+        if change.action == "failed" and plan.spec.on_error == "fail":
+            raise _Abort(f"{change.path}: {change.reason}")
+
+    limit = asyncio.Semaphore(concurrency)
+
+    async def bounded(doc_id: str, file: SourceFile) -> None:
+        async with limit:
+            await process(doc_id, file)
+
+    tasks = [asyncio.create_task(bounded(doc_id, f)) for doc_id, f in wanted.items()]
+    try:
+        await asyncio.gather(*tasks)
+    except _Abort as abort:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        report.aborted = str(abort)
+        return _sorted(report)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+    for summary in gone:
+        path = _state(summary).get("path", summary.source)
+        if prune:
+            if not options.dry_run:
+                await kb.delete_document(summary.document_id)
+            change = Change("delete", path, summary.document_id, "source file is gone")
+        else:
+            change = Change("keep", path, summary.document_id, "source file is gone; prune is off")
+        report.changes.append(change)
+        if options.progress:
+            options.progress(kb.name, change)
+    return _sorted(report)
+
+
+class _Abort(Exception):
+    pass
+
+
+def _sorted(report: KnowledgeBaseReport) -> KnowledgeBaseReport:
+    report.changes.sort(key=lambda change: (change.path, change.action))
+    return report
+
+
+def _decide(
+    doc_id: str,
+    file: SourceFile,
+    digest: str,
+    summary: DocumentSummary | None,
+    prints: dict[str, str],
+    options: RunOptions,
+) -> Change:
+    if summary is None:
+        return Change("add", file.relative, doc_id, "new file")
+    state = _state(summary)
+    if not state:
+        return Change("repair", file.relative, doc_id, "stored without ragflow state")
+    if state.get("content_hash") != digest:
+        return Change("update", file.relative, doc_id, "content changed")
+    changed = _changed_fields(state.get("fingerprint", {}), prints)
+    if changed:
+        return Change("update", file.relative, doc_id, f"pipeline changed: {', '.join(changed)}")
+    if options.repair and state.get("chunks") != summary.chunk_count:
+        return Change(
+            "repair",
+            file.relative,
+            doc_id,
+            f"store holds {summary.chunk_count} chunks, expected {state.get('chunks')}",
+        )
+    return Change("unchanged", file.relative, doc_id)
+
+
+async def _write(
+    plan: IndexingPlan,
+    change: Change,
+    file: SourceFile,
+    data: bytes,
+    digest: str,
+    prints: dict[str, str],
+    previous: DocumentSummary | None,
+    executor: concurrent.futures.Executor | None,
+) -> Change:
+    kb = plan.knowledge_base
+    media_type = detect(file.relative, data)
+    parser = next((p for p in plan.parsers if media_type in p.supported_media_types), None)
+    if parser is None:
+        return Change(
+            "unsupported",
+            file.relative,
+            change.document_id,
+            f"no parser for {media_type or 'unknown media type'}",
+        )
+    try:
+        if executor is None:
+            chunks = await parse_and_chunk(parser, plan.chunker, data, file.relative)
+        else:
+            loop = asyncio.get_running_loop()
+            chunks = await loop.run_in_executor(
+                executor, _parse_and_chunk_sync, parser, plan.chunker, data, file.relative
+            )
+    except ParserError as exc:
+        return Change("failed", file.relative, change.document_id, exc.cause)
+    except Exception as exc:  # a parser's own bug must not end the run; report it
+        return Change("failed", file.relative, change.document_id, f"{type(exc).__name__}: {exc}")
+    chunks = kb.embeddable_chunks(chunks)
+    revision = _revision(digest, prints)
+    metadata = {
+        **file.source.metadata,
+        STATE_KEY: {
+            "path": file.relative,
+            "source": file.source.path,
+            "content_hash": digest,
+            "media_type": media_type,
+            "size_bytes": len(data),
+            "revision": revision,
+            "chunks": len(chunks),
+            "fingerprint": prints,
+        },
+    }
+    old_revision = _state(previous).get("revision") if previous else None
+    if change.action == "repair" or (previous is not None and not chunks):
+        await kb.delete_document(change.document_id)
+    if chunks:
+        await kb.insert_document(chunks, document_id=change.document_id, document_metadata=metadata)
+    if change.action == "update" and old_revision and old_revision != revision and chunks:
+        await kb.delete_document(change.document_id, where={STATE_KEY: {"revision": old_revision}})
+    return Change(change.action, file.relative, change.document_id, change.reason, len(chunks))
+
+
+async def parse_and_chunk(
+    parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
+) -> list[Chunk]:
+    sections = await parser.parse(data, filename)
+    return await chunker.chunk(sections)
+
+
+def _parse_and_chunk_sync(
+    parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
+) -> list[Chunk]:
+    """The worker-process side: parsers are CPU-bound, so they run beside the event loop."""
+    return asyncio.run(parse_and_chunk(parser, chunker, data, filename))

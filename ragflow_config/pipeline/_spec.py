@@ -1,0 +1,179 @@
+"""The shape of a pipeline file, as Pydantic models.
+
+These models are the typed form the builder and runner use; the JSON Schema
+users validate against is generated from them, with each component block
+expanded into the registered types (see ``_schema``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._registry import Kind
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ComponentBlock(_Strict):
+    """A component: a registered ``type`` and that type's ``parameters``."""
+
+    kind: ClassVar[Kind]
+    type: str = Field(description="A registered type name.")
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class ParserBlock(ComponentBlock):
+    """A parser; files are routed to the first parser that supports their media type."""
+
+    kind: ClassVar[Kind] = "parser"
+
+
+class ChunkerBlock(ComponentBlock):
+    """A chunker and its parameters."""
+
+    kind: ClassVar[Kind] = "chunker"
+
+
+class EmbeddingBlock(ComponentBlock):
+    """An embedding model."""
+
+    kind: ClassVar[Kind] = "embedding"
+
+
+class VectorStoreBlock(ComponentBlock):
+    """A vector store."""
+
+    kind: ClassVar[Kind] = "vector_store"
+
+
+class ChatModelBlock(ComponentBlock):
+    """A chat model (used to rerank retrieval results)."""
+
+    kind: ClassVar[Kind] = "chat_model"
+
+
+class SourceSpec(_Strict):
+    """A folder of files to index."""
+
+    path: str = Field(description="Folder, relative to the pipeline file's folder.")
+    include: list[str] = Field(
+        default_factory=lambda: ["**/*"],
+        min_length=1,
+        description="Glob patterns of files to index, relative to `path`.",
+    )
+    exclude: list[str] = Field(
+        default_factory=list, description="Glob patterns of files to leave out."
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Metadata stamped on every document from this source."
+    )
+
+
+class EvaluationThresholds(_Strict):
+    """Minimum values; a run of `ragflow-config eval` fails when one is missed."""
+
+    recall: float | None = Field(default=None, ge=0, le=1, description="Minimum recall@k.")
+    precision: float | None = Field(default=None, ge=0, le=1, description="Minimum precision@k.")
+    mrr: float | None = Field(default=None, ge=0, le=1, description="Minimum mean reciprocal rank.")
+    ndcg: float | None = Field(default=None, ge=0, le=1, description="Minimum nDCG@k.")
+    hit_rate: float | None = Field(default=None, ge=0, le=1, description="Minimum hit rate@k.")
+
+
+class EvaluationSpec(_Strict):
+    """A judged query set and the quality this knowledge base must keep."""
+
+    queries: str = Field(
+        description="Query set file (YAML, JSONL or TREC qrels), relative to the pipeline file."
+    )
+    topics: str | None = Field(
+        default=None, description="For TREC qrels: the file of query texts (`<id> <text>` lines)."
+    )
+    k: int = Field(default=5, ge=1, le=100, description="Cut-off rank of @k metrics.")
+    thresholds: EvaluationThresholds = Field(default_factory=EvaluationThresholds)
+
+
+class KnowledgeBaseSpec(_Strict):
+    """A knowledge base: where its files come from and how they are indexed."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="Unique name; agents see it.")
+    description: str = Field(default="", description="What it holds; agents see it.")
+    sources: list[SourceSpec] = Field(default_factory=list, description="Folders to index.")
+    parsers: list[ParserBlock] = Field(
+        default_factory=lambda: [ParserBlock(type="text")],
+        min_length=1,
+        description="Parsers, tried in order; the first that supports a file's media type wins.",
+    )
+    chunker: ChunkerBlock = Field(
+        default_factory=lambda: ChunkerBlock(type="approx_token"),
+        description="How sections are cut into chunks.",
+    )
+    embedding: str | EmbeddingBlock = Field(
+        description="The name of an entry of `embeddings`, or an inline embedding block."
+    )
+    vector_store: str | VectorStoreBlock = Field(
+        description="The name of an entry of `vector_stores`, or an inline store block."
+    )
+    collection: str = Field(min_length=1, description="The store's collection (index, table).")
+    metadata_filter: dict[str, Any] | None = Field(
+        default=None,
+        description="Scope: every chunk gets these metadata values, and every search, "
+        "listing and deletion is restricted to them.",
+    )
+    on_error: Literal["fail", "skip"] = Field(
+        default="skip",
+        description="A file that fails to parse: stop the run (`fail`) or report it and go on.",
+    )
+    prune: bool = Field(
+        default=False,
+        description="Delete documents whose source file is gone (within metadata_filter's scope).",
+    )
+    max_delete_fraction: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="A run or plan that would delete more than this share of the documents "
+        "refuses unless forced: an empty checkout must not wipe an index.",
+    )
+    evaluation: EvaluationSpec | None = Field(default=None, description="Retrieval quality gate.")
+
+
+class MiddlewareSpec(_Strict):
+    """A middleware for agents, built on named knowledge bases."""
+
+    type: str = Field(description="A registered middleware type.")
+    knowledge_bases: list[str] = Field(min_length=1, description="Names of knowledge bases.")
+    rerank_model: str | ChatModelBlock | None = Field(
+        default=None, description="A chat model name from `chat_models`, or an inline block."
+    )
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class PipelineSpec(_Strict):
+    """A ragflow-config pipeline file."""
+
+    version: Literal[1] = Field(description="The file format version.")
+    vector_stores: dict[str, VectorStoreBlock] = Field(
+        default_factory=dict,
+        description="Named vector stores; knowledge bases naming one share it.",
+    )
+    embeddings: dict[str, EmbeddingBlock] = Field(
+        default_factory=dict, description="Named embedding models."
+    )
+    chat_models: dict[str, ChatModelBlock] = Field(
+        default_factory=dict, description="Named chat models, for reranking."
+    )
+    knowledge_bases: list[KnowledgeBaseSpec] = Field(min_length=1)
+    middlewares: list[MiddlewareSpec] = Field(default_factory=list)
+
+
+# Component block models, by the name pydantic gives them in the schema's $defs.
+COMPONENT_BLOCKS: dict[str, type[ComponentBlock]] = {
+    cls.__name__: cls
+    for cls in (ParserBlock, ChunkerBlock, EmbeddingBlock, VectorStoreBlock, ChatModelBlock)
+}

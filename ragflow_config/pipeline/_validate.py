@@ -1,0 +1,329 @@
+"""Checking a pipeline file: YAML, then the generated JSON Schema, then parameters and names.
+
+Every problem is reported at once, each with its file, line and column.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from .._errors import ConfigError, ConfigIssue
+from ._registry import Kind, Registry, UnknownTypeError, default_registry
+from ._schema import KIND_MARKER, pipeline_schema
+from ._spec import ComponentBlock, KnowledgeBaseSpec, PipelineSpec
+from ._yaml import JsonPath, Locations, load_yaml
+
+_SECRET_WORDS = re.compile(r"(api_?key|password|passwd|secret|token|dsn|uri)$", re.IGNORECASE)
+
+
+@dataclass
+class LoadedPipeline:
+    """A pipeline file that passed validation."""
+
+    spec: PipelineSpec
+    path: Path
+    locations: Locations
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+
+def display_path(path: Path) -> str:
+    """The path as the user will recognise it: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def check_file(
+    path: str | Path, registry: Registry | None = None
+) -> tuple[LoadedPipeline | None, list[ConfigIssue]]:
+    """Validate one pipeline file; return it (when valid) and every issue found."""
+    registry = registry or default_registry()
+    path = Path(path)
+    data, locations, issues = load_yaml(path, display_path(path))
+    if issues:
+        return None, issues
+    schema = pipeline_schema(registry)
+    validator = Draft202012Validator(schema)
+    issues = _deduplicate(
+        issue
+        for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        for issue in _schema_issues(error, schema, locations, registry)
+    )
+    if issues:
+        return None, issues
+    try:
+        spec = PipelineSpec.model_validate(data)
+    except PydanticValidationError as exc:
+        return None, _pydantic_issues(exc, (), locations)
+    issues = list(_parameter_issues(spec, locations, registry))
+    issues += _reference_issues(spec, locations, registry)
+    if issues:
+        return None, issues
+    return LoadedPipeline(spec.model_copy(), path.resolve(), locations), []
+
+
+def load_pipeline(path: str | Path, registry: Registry | None = None) -> LoadedPipeline:
+    """Validate a pipeline file, raising :class:`ConfigError` with every issue."""
+    loaded, issues = check_file(path, registry)
+    if loaded is None:
+        raise ConfigError(issues)
+    return loaded
+
+
+def _deduplicate(issues: Iterator[ConfigIssue]) -> list[ConfigIssue]:
+    seen: set[str] = set()
+    unique = []
+    for issue in issues:
+        if str(issue) not in seen:
+            seen.add(str(issue))
+            unique.append(issue)
+    return unique
+
+
+def _schema_issues(
+    error: ValidationError, root: dict[str, Any], locations: Locations, registry: Registry
+) -> Iterator[ConfigIssue]:
+    """Turn one jsonschema error into readable issues, descending into the branch that applies."""
+    path: JsonPath = tuple(error.absolute_path)
+    kind = error.schema.get(KIND_MARKER) if isinstance(error.schema, dict) else None
+    if kind is not None and error.validator == "oneOf":
+        yield from _component_issues(error, kind, root, locations, registry)
+        return
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        yield from _branch_issues(error, root, locations, registry)
+        return
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        for key in sorted(set(error.instance) - set(allowed)):
+            yield locations.issue((*path, key), _unknown_key_message(key, allowed), at_key=True)
+        return
+    if error.validator == "required":
+        missing = re.findall(r"'([^']+)' is a required property", error.message)
+        what = missing[0] if missing else error.message
+        yield locations.issue(path, f"missing required key {what!r}")
+        return
+    yield locations.issue(path, error.message)
+
+
+def _unknown_key_message(key: str, allowed: list[str]) -> str:
+    message = f"unknown key {key!r}; expected one of: {', '.join(allowed) or 'none'}"
+    if _SECRET_WORDS.search(key):
+        env_keys = [k for k in allowed if k.endswith("_env")]
+        hint = f" (name it with {', '.join(env_keys)})" if env_keys else ""
+        message += (
+            f". Secrets never go in a pipeline file: put the value in an environment variable{hint}"
+        )
+    return message
+
+
+def _component_issues(
+    error: ValidationError,
+    kind: str,
+    root: dict[str, Any],
+    locations: Locations,
+    registry: Registry,
+) -> Iterator[ConfigIssue]:
+    path: JsonPath = tuple(error.absolute_path)
+    block = error.instance
+    if not isinstance(block, dict):
+        yield locations.issue(path, f"expected a mapping with a `type` key, got {block!r}")
+        return
+    name = block.get("type")
+    if name is None:
+        known = ", ".join(registry.names(kind))  # type: ignore[arg-type]
+        yield locations.issue(path, f"missing required key 'type' (one of: {known})")
+        return
+    try:
+        registry.get(kind, str(name))  # type: ignore[arg-type]
+    except UnknownTypeError as exc:
+        yield locations.issue((*path, "type"), str(exc))
+        return
+    for index, branch in enumerate(error.schema["oneOf"]):
+        if branch.get("properties", {}).get("type", {}).get("const") == name:
+            sub_errors = [e for e in error.context or [] if e.relative_schema_path[0] == index]
+            for sub in sub_errors:
+                yield from _schema_issues(sub, root, locations, registry)
+
+
+def _branch_issues(
+    error: ValidationError, root: dict[str, Any], locations: Locations, registry: Registry
+) -> Iterator[ConfigIssue]:
+    """For `str | block` unions: report the branch whose JSON type the value has."""
+    branches: dict[int, list[ValidationError]] = {}
+    for sub in error.context or []:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    matching = [
+        errors
+        for errors in branches.values()
+        if not any(e.validator == "type" and not e.relative_path for e in errors)
+    ]
+    if len(matching) == 1:
+        for sub in matching[0]:
+            yield from _schema_issues(sub, root, locations, registry)
+        return
+    expected = " or ".join(_describe(b) for b in error.schema.get(error.validator, []))
+    yield locations.issue(tuple(error.absolute_path), f"{error.instance!r} is not {expected}")
+
+
+def _describe(schema: dict[str, Any]) -> str:
+    if "$ref" in schema:
+        return "a " + schema["$ref"].rsplit("/", 1)[-1].replace("Block", " block").lower()
+    return f"a {schema.get('type', 'value')}"
+
+
+def _pydantic_issues(
+    exc: PydanticValidationError, prefix: JsonPath, locations: Locations
+) -> list[ConfigIssue]:
+    issues = []
+    for err in exc.errors():
+        loc = tuple(part for part in err["loc"] if isinstance(part, int) or not part[0].isupper())
+        path = (*prefix, *loc)
+        message = err["msg"].removeprefix("Value error, ")
+        issues.append(locations.issue(path, message, at_key=err["type"] == "extra_forbidden"))
+    return issues
+
+
+def _blocks(spec: PipelineSpec) -> Iterator[tuple[JsonPath, ComponentBlock]]:
+    """Every component block in the file, with its path."""
+    for section in ("vector_stores", "embeddings", "chat_models"):
+        for name, block in getattr(spec, section).items():
+            yield (section, name), block
+    for i, kb in enumerate(spec.knowledge_bases):
+        base: JsonPath = ("knowledge_bases", i)
+        for j, parser in enumerate(kb.parsers):
+            yield (*base, "parsers", j), parser
+        yield (*base, "chunker"), kb.chunker
+        for field in ("embedding", "vector_store"):
+            value = getattr(kb, field)
+            if isinstance(value, ComponentBlock):
+                yield (*base, field), value
+    for i, middleware in enumerate(spec.middlewares):
+        if isinstance(middleware.rerank_model, ComponentBlock):
+            yield ("middlewares", i, "rerank_model"), middleware.rerank_model
+
+
+def _parameter_issues(
+    spec: PipelineSpec, locations: Locations, registry: Registry
+) -> Iterator[ConfigIssue]:
+    """Rules a JSON Schema cannot state (``overlap < chunk_size``), from the Pydantic models."""
+    checks: list[tuple[JsonPath, Kind, str, dict[str, Any]]] = [
+        (path, block.kind, block.type, block.parameters) for path, block in _blocks(spec)
+    ]
+    checks += [
+        (("middlewares", i), "middleware", m.type, m.parameters)
+        for i, m in enumerate(spec.middlewares)
+    ]
+    for path, kind, name, parameters in checks:
+        model: type[BaseModel] = registry.get(kind, name).parameters_model
+        try:
+            model.model_validate(parameters)
+        except PydanticValidationError as exc:
+            yield from _pydantic_issues(exc, (*path, "parameters"), locations)
+
+
+def _reference_issues(
+    spec: PipelineSpec, locations: Locations, registry: Registry
+) -> list[ConfigIssue]:
+    issues: list[ConfigIssue] = []
+    seen: dict[str, int] = {}
+    for i, kb in enumerate(spec.knowledge_bases):
+        where: JsonPath = ("knowledge_bases", i)
+        if kb.name in seen:
+            issues.append(
+                locations.issue(
+                    (*where, "name"),
+                    f"duplicate knowledge base name {kb.name!r} (first at knowledge_bases[{seen[kb.name]}])",
+                )
+            )
+        seen.setdefault(kb.name, i)
+        for field, section in (("embedding", "embeddings"), ("vector_store", "vector_stores")):
+            name = getattr(kb, field)
+            if isinstance(name, str) and name not in getattr(spec, section):
+                issues.append(
+                    locations.issue(
+                        (*where, field),
+                        _undefined(name, section, sorted(getattr(spec, section))),
+                    )
+                )
+    for i, middleware in enumerate(spec.middlewares):
+        for j, name in enumerate(middleware.knowledge_bases):
+            if name not in seen:
+                issues.append(
+                    locations.issue(
+                        ("middlewares", i, "knowledge_bases", j),
+                        _undefined(name, "knowledge_bases", sorted(seen)),
+                    )
+                )
+        rerank = middleware.rerank_model
+        if isinstance(rerank, str) and rerank not in spec.chat_models:
+            issues.append(
+                locations.issue(
+                    ("middlewares", i, "rerank_model"),
+                    _undefined(rerank, "chat_models", sorted(spec.chat_models)),
+                )
+            )
+    if not issues:
+        issues += _collection_issues(spec, locations, registry)
+    return issues
+
+
+def _undefined(name: str, section: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{name!r} is not defined in `{section}` (defined: {', '.join(known) or 'none'}){hint}"
+
+
+def _collection_issues(
+    spec: PipelineSpec, locations: Locations, registry: Registry
+) -> list[ConfigIssue]:
+    """Knowledge bases sharing a collection must agree on dimensions and keep separate scopes."""
+    from ._build import embedding_dimensions
+
+    issues: list[ConfigIssue] = []
+    claims: dict[tuple[str, str], tuple[int, KnowledgeBaseSpec, int | None]] = {}
+    for i, kb in enumerate(spec.knowledge_bases):
+        store_key = (
+            kb.vector_store
+            if isinstance(kb.vector_store, str)
+            else kb.vector_store.model_dump_json()
+        )
+        key = (store_key, kb.collection)
+        dimensions = embedding_dimensions(spec, kb, registry)
+        if key not in claims:
+            claims[key] = (i, kb, dimensions)
+            continue
+        first_index, first, first_dimensions = claims[key]
+        where: JsonPath = ("knowledge_bases", i, "collection")
+        if None not in (dimensions, first_dimensions) and dimensions != first_dimensions:
+            issues.append(
+                locations.issue(
+                    where,
+                    f"collection {kb.collection!r} is also used by {first.name!r} "
+                    f"(knowledge_bases[{first_index}]) with {first_dimensions}-dimensional vectors, "
+                    f"but this knowledge base's embedding makes {dimensions}-dimensional ones",
+                )
+            )
+        elif (kb.metadata_filter or None) == (first.metadata_filter or None):
+            issues.append(
+                locations.issue(
+                    where,
+                    f"collection {kb.collection!r} is also used by {first.name!r} "
+                    f"(knowledge_bases[{first_index}]) with the same metadata_filter; give each "
+                    "knowledge base its own collection or its own metadata_filter scope",
+                )
+            )
+    return issues

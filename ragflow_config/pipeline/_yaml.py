@@ -1,0 +1,150 @@
+"""Reading a pipeline file: YAML with the line and column of every node, and ``${VAR}`` values."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from .._errors import ConfigIssue
+
+JsonPath = tuple[str | int, ...]
+
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\$")
+
+
+@dataclass
+class Locations:
+    """Where each node of a document sits: 1-based line and column, by JSON path."""
+
+    file: str
+    values: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+
+    def of_value(self, path: JsonPath) -> tuple[int, int]:
+        """The position of the node at ``path``, or of its nearest ancestor that exists."""
+        for depth in range(len(path), -1, -1):
+            found = self.values.get(path[:depth])
+            if found:
+                return found
+        return (1, 1)
+
+    def of_key(self, path: JsonPath) -> tuple[int, int]:
+        """The position of the mapping key that leads to ``path``."""
+        return self.keys.get(path) or self.of_value(path)
+
+    def issue(self, path: JsonPath, message: str, *, at_key: bool = False) -> ConfigIssue:
+        line, column = self.of_key(path) if at_key else self.of_value(path)
+        return ConfigIssue(self.file, line, column, format_path(path), message)
+
+
+def format_path(path: JsonPath) -> str:
+    """``("knowledge_bases", 0, "chunker")`` -> ``knowledge_bases[0].chunker``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[ConfigIssue]]:
+    """Parse ``path``; return plain data, node locations and any issues found."""
+    locations = Locations(display_name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return (
+            None,
+            locations,
+            [ConfigIssue(display_name, 1, 1, "", f"cannot read: {exc.strerror}")],
+        )
+    except UnicodeDecodeError as exc:
+        return None, locations, [ConfigIssue(display_name, 1, 1, "", f"not UTF-8 text: {exc}")]
+    try:
+        document = YAML(typ="rt", pure=True).load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+        return (
+            None,
+            locations,
+            [ConfigIssue(display_name, line, column, "", f"YAML syntax: {problem}")],
+        )
+    except YAMLError as exc:
+        return None, locations, [ConfigIssue(display_name, 1, 1, "", f"YAML syntax: {exc}")]
+    locations.values[()] = (1, 1)
+    issues: list[ConfigIssue] = []
+    data = _plain(document, (), locations, issues)
+    return data, locations, issues
+
+
+def _plain(node: Any, path: JsonPath, locations: Locations, issues: list[ConfigIssue]) -> Any:
+    """Plain Python data from ruamel's nodes, recording positions and expanding ``${VAR}``."""
+    if isinstance(node, CommentedMap):
+        result: dict[str, Any] = {}
+        for key in node:
+            line, column = node.lc.key(key)
+            child: JsonPath = (*path, str(key))
+            locations.keys[child] = (line + 1, column + 1)
+            value_line, value_column = node.lc.value(key)
+            locations.values[child] = (value_line + 1, value_column + 1)
+            if not isinstance(key, str):
+                issues.append(
+                    locations.issue(child, f"keys must be strings, got {key!r}", at_key=True)
+                )
+            result[str(key)] = _plain(node[key], child, locations, issues)
+        return result
+    if isinstance(node, CommentedSeq):
+        items = []
+        for index, item in enumerate(node):
+            line, column = node.lc.item(index)
+            locations.values[(*path, index)] = (line + 1, column + 1)
+            items.append(_plain(item, (*path, index), locations, issues))
+        return items
+    if isinstance(node, str):
+        return _expand(str(node), path, locations, issues)
+    if hasattr(node, "real") and not isinstance(node, bool):
+        return int(node) if isinstance(node, int) else float(node)
+    return node
+
+
+def _expand(text: str, path: JsonPath, locations: Locations, issues: list[ConfigIssue]) -> Any:
+    """Replace ``${VAR}`` / ``${VAR:-default}``; ``$$`` is a literal ``$``.
+
+    A value that is one reference as a whole takes the YAML type of what it
+    expands to, so ``port: ${PG_PORT}`` gives a number.
+    """
+    if "$" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name, default = match.group(1), match.group(2)
+        value = os.environ.get(name)
+        if value is None or (value == "" and default is not None):
+            if default is None:
+                issues.append(
+                    locations.issue(
+                        path,
+                        f"environment variable {name} is not set (write ${{{name}:-default}} "
+                        "to give a default)",
+                    )
+                )
+                return ""
+            return default
+        return value
+
+    expanded = _REFERENCE.sub(replace, text)
+    whole = _REFERENCE.fullmatch(text)
+    if whole and whole.group(0) != "$$":
+        typed = YAML(typ="safe", pure=True).load(expanded) if expanded.strip() else expanded
+        if isinstance(typed, (int, float, bool)):
+            return typed
+    return expanded
