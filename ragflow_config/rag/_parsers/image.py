@@ -1,0 +1,64 @@
+"""Image files: the whole picture as one data section, checked with Pillow."""
+
+from __future__ import annotations
+
+import io
+from typing import ClassVar
+
+from ..._extras import require
+from ...message import DataBlock
+from .._document import Section
+from .._media_types import sniff_image
+from ._content import damaged, wrong_content
+from .base import ParserBase
+
+# Supported media types and the Pillow format that must decode each.
+_PILLOW_FORMATS = {
+    "image/png": "PNG",
+    "image/jpeg": "JPEG",
+    "image/gif": "GIF",
+    "image/bmp": "BMP",
+    "image/webp": "WEBP",
+}
+
+
+class ImageParser(ParserBase):
+    """PNG, JPEG, GIF, BMP and WebP images: one section holding the whole image.
+
+    The section is ``DataBlock.from_bytes(data, media_type, name=filename)`` with
+    ``metadata={"media_type": ..., "width": ..., "height": ...}`` (pixels). The
+    media type comes from the file's bytes, never from its name, and Pillow must
+    fully decode the image in that format. Anything else — another format, a
+    truncated or corrupt file — raises :class:`ParserError`. No OCR, no captions.
+    """
+
+    supported_media_types: ClassVar[list[str]] = list(_PILLOW_FORMATS)
+
+    @classmethod
+    def supported_extensions(cls) -> list[str]:
+        return [".bmp", ".gif", ".jpeg", ".jpg", ".png", ".webp"]
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = self.read_bytes(file, filename)
+        media_type = sniff_image(data)
+        if media_type is None:
+            raise wrong_content(filename, "supported image", data)
+        image_module = require("PIL.Image", "rag")
+        formats = [_PILLOW_FORMATS[media_type]]
+        try:
+            # verify() checks the structure (PNG checksums); only load() notices
+            # truncated pixel data in the other formats, and each needs a fresh open.
+            with image_module.open(io.BytesIO(data), formats=formats) as image:
+                image.verify()
+            with image_module.open(io.BytesIO(data), formats=formats) as image:
+                image.load()
+                width, height = image.size
+        except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, ...
+            raise damaged(filename, media_type, exc) from exc
+        return [
+            Section(
+                content=DataBlock.from_bytes(data, media_type, name=filename),
+                source=filename,
+                metadata={"media_type": media_type, "width": width, "height": height},
+            )
+        ]

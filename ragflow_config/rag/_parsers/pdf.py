@@ -1,0 +1,154 @@
+"""PDF files, one section per page, via pdfplumber."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ..._component import ComponentParameters
+from ..._errors import ParserError
+from ..._extras import require
+from ...message import TextBlock
+from .._document import Section
+from ._content import damaged, password_protected, wrong_content
+from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table
+from .base import ParserBase
+
+logger = logging.getLogger("ragflow_config.parsers")
+
+# Readers accept a PDF header anywhere in the first KiB, after leading junk.
+_HEADER_WINDOW = 1024
+
+BBox = tuple[float, float, float, float]
+
+
+class PDFParser(ParserBase):
+    """PDF files: one text section per page, in page order.
+
+    Each section is ``TextBlock(page text)`` with ``metadata={"page": n}``, ``n``
+    counting from 1. Lines are joined with ``\\n``.
+
+    Tables that pdfplumber finds (ruled tables) are written in ``table_format``
+    (see ``_tables``) in place of their cell text, with a blank line before and
+    after; the text above and below a table keeps its reading order::
+
+        Revenue grew in every region.
+
+        | Region | Q1 |
+        | --- | --- |
+        | North | 120 |
+
+        Figures are in thousands of euros.
+
+    Pages without a text layer (scans, pictures) give no section: there is no
+    OCR here. So that a half-indexed scan is noticed, every section of such a
+    document also carries ``metadata["pages_without_text"]``, the sorted page
+    numbers that gave nothing (``{"page": 1, "pages_without_text": [2]}``); the
+    key is absent when every page has text. When no page has text the result is
+    ``[]``, and in both cases a warning naming the file and the pages goes to
+    the ``ragflow_config.parsers`` logger.
+
+    An encrypted PDF that opens with the empty password (owner-password-only
+    protection) is read normally; one that needs a password raises
+    :class:`ParserError`, as does anything that is not a readable PDF.
+    """
+
+    supported_media_types: ClassVar[list[str]] = ["application/pdf"]
+
+    class Parameters(ComponentParameters):
+        table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
+        extract_tables: bool = Field(
+            default=True,
+            description="Detect ruled tables and render them in `table_format`; when off, "
+            "table cells stay in the page's plain text.",
+        )
+
+    parameters: Parameters
+
+    @classmethod
+    def supported_extensions(cls) -> list[str]:
+        return [".pdf"]
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = self.read_bytes(file, filename)
+        if b"%PDF-" not in data[:_HEADER_WINDOW]:
+            raise wrong_content(filename, "PDF", data)
+        pdfplumber = require("pdfplumber", "rag")
+        texts: dict[int, str] = {}
+        try:
+            with pdfplumber.open(io.BytesIO(data)) as pdf:
+                for number, page in enumerate(pdf.pages, start=1):
+                    texts[number] = self._page_text(page)
+                    page.close()  # drops the page's cached layout objects
+        except Exception as exc:  # pdfminer reports damage with many exception types
+            raise _pdf_error(filename, exc) from exc
+
+        without_text = [number for number, text in texts.items() if not text]
+        extra: dict[str, Any] = {}
+        if without_text:
+            extra["pages_without_text"] = without_text
+            logger.warning(
+                "%s: pages %s have no text layer (scanned?) and are not indexed; "
+                "run OCR on the file first",
+                filename,
+                without_text,
+            )
+        return [
+            Section(
+                content=TextBlock(text=text), source=filename, metadata={"page": number, **extra}
+            )
+            for number, text in texts.items()
+            if text
+        ]
+
+    def _page_text(self, page: Any) -> str:
+        tables = page.find_tables() if self.parameters.extract_tables else []
+        rendered = [
+            (table.bbox, render_table(_cells(table.extract()), self.parameters.table_format))
+            for table in tables
+        ]
+        rendered = [(bbox, text) for bbox, text in rendered if text]
+        if not rendered:
+            return str(page.extract_text()).strip()
+
+        boxes = [bbox for bbox, _ in rendered]
+        outside = page.filter(
+            lambda obj: obj.get("object_type") != "char" or not _inside(obj, boxes)
+        )
+        pending = sorted(rendered, key=lambda item: item[0][1])  # by top edge
+        blocks: list[str] = []
+        lines: list[str] = []
+        for line in outside.extract_text_lines():
+            while pending and pending[0][0][1] <= line["top"]:
+                blocks.append("\n".join(lines))
+                lines = []
+                blocks.append(pending.pop(0)[1])
+            lines.append(line["text"])
+        blocks.append("\n".join(lines))
+        blocks.extend(text for _, text in pending)
+        return "\n\n".join(block for block in blocks if block)
+
+
+def _cells(rows: list[list[str | None]]) -> list[list[str]]:
+    return [[cell or "" for cell in row] for row in rows]
+
+
+def _inside(char: dict[str, Any], boxes: list[BBox]) -> bool:
+    """Whether the character's centre lies in one of the table boxes."""
+    x = (char["x0"] + char["x1"]) / 2
+    y = (char["top"] + char["bottom"]) / 2
+    return any(x0 <= x <= x1 and top <= y <= bottom for x0, top, x1, bottom in boxes)
+
+
+def _pdf_error(filename: str, exc: Exception) -> ParserError:
+    pdfdocument = require("pdfminer.pdfdocument", "rag")
+    # pdfplumber wraps pdfminer's errors; the original is its first argument.
+    cause = exc.args[0] if exc.args and isinstance(exc.args[0], Exception) else exc
+    if isinstance(cause, pdfdocument.PDFPasswordIncorrect):
+        return password_protected(filename, "PDF")
+    if isinstance(cause, pdfdocument.PDFEncryptionError):
+        return ParserError(filename, f"the PDF uses an unsupported encryption: {cause}")
+    return damaged(filename, "PDF", cause)
