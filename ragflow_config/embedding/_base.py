@@ -83,5 +83,13 @@ class EmbeddingModelBase(Component):
                 )
             return vectors
 
-        results = await asyncio.gather(*(run(batch) for batch in batches))
+        tasks = [asyncio.ensure_future(run(batch)) for batch in batches]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            # One failed batch fails the call: stop the others instead of leaving them running.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         return EmbeddingResponse(embeddings=[vector for part in results for vector in part])
