@@ -1,0 +1,541 @@
+"""Elasticsearch: one index per collection, approximate kNN over a ``dense_vector`` field."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Awaitable, Callable
+from functools import partial
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
+
+from ..._component import ComponentParameters
+from ..._errors import VectorStoreError
+from ..._extras import require
+from ...credential import ElasticsearchCredential, MissingSecretError
+from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from .base import Scalar, VectorStoreBase, flatten_filter, record_id, with_retries
+
+T = TypeVar("T")
+
+# ES similarity per metric. ``dot`` is ``max_inner_product``: ES's ``dot_product``
+# rejects vectors that are not unit length, and our ``dot`` means any inner product.
+SIMILARITY = {"cosine": "cosine", "dot": "max_inner_product", "euclidean": "l2_norm"}
+
+_MAX_K = 10_000  # ES caps k and num_candidates here
+_PAGE = 500
+_TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+_FORBIDDEN_INDEX_CHARACTERS = frozenset('\\/*?"<>| ,#:')
+# A keyword longer than this (in characters) is stored but not indexed, so a huge
+# metadata string never fails the write on Lucene's 32766-byte term limit.
+_MAX_TERM_CHARACTERS = 8191
+
+
+class _Overloaded(Exception):
+    """A retryable HTTP status (429, 502, 503, 504)."""
+
+
+class ElasticsearchStore(VectorStoreBase):
+    """An Elasticsearch index per knowledge base, searched with approximate kNN.
+
+    Each record is one ES document: ``vector`` (``dense_vector``, HNSW over raw
+    floats so scores are exact), ``document_id``, ``chunk_index``, the chunk as
+    a stored-but-unindexed object, and ``metadata_terms``: one keyword per
+    scalar metadata leaf, ``[path, type, value]`` as compact JSON. Exact-match
+    filters become ``term`` queries on it. Unlike a ``flattened`` field this
+    keeps ``"3"`` apart from ``3`` and ``true``, and a key ``"a.b"`` apart from
+    ``{"a": {"b": ...}}``; unlike dynamic keyword mappings it can neither hit a
+    mapping type conflict nor grow the mapping with every new metadata key.
+    Lists and ``null`` are not filterable, as in ``metadata_filter`` itself.
+
+    Credentials come from ``credential`` or the variables ``api_key_env``, or
+    ``username_env`` and ``password_env``. Requires an Elasticsearch server
+    whose major version matches the client's.
+    """
+
+    class Parameters(ComponentParameters):
+        hosts: str | list[str] = Field(
+            description="URL of an Elasticsearch node, or a list of them.",
+        )
+        api_key_env: str = Field(
+            default="ELASTICSEARCH_API_KEY",
+            description="Environment variable holding an API key, if the cluster needs one.",
+        )
+        username_env: str = Field(
+            default="ELASTICSEARCH_USERNAME",
+            description="Environment variable holding a basic-auth user name.",
+        )
+        password_env: str = Field(
+            default="ELASTICSEARCH_PASSWORD",
+            description="Environment variable holding the basic-auth password.",
+        )
+        ca_certs: str | None = Field(
+            default=None, description="CA bundle that signed the cluster's TLS certificate."
+        )
+        distance: Literal["cosine", "dot", "euclidean"] = Field(
+            default="cosine", description="Similarity metric of new indexes."
+        )
+        num_candidates: int = Field(
+            default=100,
+            ge=1,
+            le=_MAX_K,
+            description="Candidates each shard considers per search (raised to top_k if lower).",
+        )
+        refresh: bool | Literal["wait_for"] = Field(
+            default="wait_for",
+            description="Make writes searchable before returning: wait_for, true (force) or false.",
+        )
+        batch_size: int = Field(default=500, ge=1, description="Records per bulk request.")
+        timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
+        max_retries: int = Field(
+            default=3,
+            ge=0,
+            le=10,
+            description="Retries of a request that failed to connect, timed out or got 429/5xx.",
+        )
+
+        @field_validator("hosts")
+        @classmethod
+        def _some_host(cls, hosts: str | list[str]) -> str | list[str]:
+            if not hosts or (isinstance(hosts, list) and not all(hosts)):
+                raise ValueError("give at least one host URL")
+            return hosts
+
+    parameters: Parameters
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: ElasticsearchCredential | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        self._credential = credential
+        self._client: Any = None
+
+    @property
+    def store_name(self) -> str:
+        hosts = self.parameters.hosts
+        urls = [hosts] if isinstance(hosts, str) else hosts
+        return f"ElasticsearchStore({', '.join(_without_userinfo(url) for url in urls)})"
+
+    async def __aenter__(self) -> ElasticsearchStore:
+        elasticsearch = require("elasticsearch", "elasticsearch")
+        p = self.parameters
+        # Retries are ours (with backoff, mapped to VectorStoreError), not the transport's.
+        self._client = elasticsearch.AsyncElasticsearch(
+            hosts=p.hosts,
+            node_class="httpxasync",  # httpx is a core dependency; aiohttp would be another
+            request_timeout=p.timeout,
+            max_retries=0,
+            retry_on_timeout=False,
+            ca_certs=p.ca_certs,
+            **self._auth(),
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    def _auth(self) -> dict[str, Any]:
+        p = self.parameters
+        credential = self._credential or ElasticsearchCredential.from_environment(
+            {"api_key": p.api_key_env, "username": p.username_env, "password": p.password_env}
+        )
+        if credential.api_key is not None:
+            return {"api_key": credential.api_key.get_secret_value()}
+        if credential.username is None and credential.password is None:
+            return {}
+        if credential.username is None or credential.password is None:
+            raise MissingSecretError(
+                f"{self.store_name}: basic auth needs both {p.username_env} and {p.password_env}"
+            )
+        return {"basic_auth": (credential.username, credential.password.get_secret_value())}
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
+        return self._client
+
+    async def _call(
+        self, operation: Callable[[], Awaitable[T]], *, tolerate: frozenset[str] = frozenset()
+    ) -> T | None:
+        """Run a request with retries; ``None`` if it failed with an error type in ``tolerate``."""
+        elasticsearch = require("elasticsearch", "elasticsearch")
+
+        async def attempt() -> T | None:
+            try:
+                return await operation()
+            except elasticsearch.ApiError as exc:
+                if exc.message in tolerate:
+                    return None
+                if exc.meta.status in _TRANSIENT_STATUSES:
+                    raise _Overloaded(_describe(exc)) from exc
+                cause = _describe(exc)
+                if exc.meta.status == 401:
+                    p = self.parameters
+                    cause += f" (credentials come from {p.api_key_env}, or {p.username_env} and "
+                    cause += f"{p.password_env})"
+                raise VectorStoreError(self.store_name, cause) from exc
+
+        return await with_retries(
+            self.store_name,
+            attempt,
+            retry_on=(elasticsearch.ConnectionError, elasticsearch.ConnectionTimeout, _Overloaded),
+            attempts=self.parameters.max_retries + 1,
+        )
+
+    def _index(self, name: str) -> str:
+        problem = index_name_problem(name)
+        if problem:
+            raise ValueError(f"{self.store_name}: invalid index name {name!r}: {problem}")
+        return name
+
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        index = self._index(name)
+        if await self.has_collection(index):
+            return
+        await self._call(
+            lambda: self.client.indices.create(
+                index=index, mappings=index_mappings(dimensions, self.parameters.distance)
+            ),
+            tolerate=frozenset({"resource_already_exists_exception"}),  # a concurrent create
+        )
+
+    async def delete_collection(self, name: str) -> None:
+        index = self._index(name)
+        await self._call(
+            lambda: self.client.indices.delete(index=index),
+            tolerate=frozenset({"index_not_found_exception"}),
+        )
+
+    async def has_collection(self, name: str) -> bool:
+        index = self._index(name)
+        return bool(await self._call(lambda: self.client.indices.exists(index=index)))
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        index = self._index(name)
+        response = await self._call(
+            lambda: self.client.indices.get_mapping(index=index),
+            tolerate=frozenset({"index_not_found_exception"}),
+        )
+        if response is None:
+            return None
+        # Keyed by the concrete index name, which differs from ``name`` for an alias.
+        for mapping in response.body.values():
+            vector = mapping.get("mappings", {}).get("properties", {}).get("vector", {})
+            if vector.get("type") == "dense_vector" and "dims" in vector:
+                return int(vector["dims"])
+        raise VectorStoreError(
+            self.store_name, f"index {name!r} has no dense_vector field 'vector' with dims"
+        )
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        index = self._index(collection)
+        size = self.parameters.batch_size
+        for start in range(0, len(records), size):
+            batch = records[start : start + size]
+            operations: list[dict[str, Any]] = []
+            for record in batch:
+                chunk = record.chunk
+                _id = record_id(record.document_id, chunk.chunk_index)
+                operations.append({"index": {"_index": index, "_id": _id}})
+                operations.append(
+                    {
+                        "vector": record.vector,
+                        "document_id": record.document_id,
+                        "chunk_index": chunk.chunk_index,
+                        "chunk": chunk.model_dump(mode="json"),
+                        "metadata_terms": metadata_terms(chunk.metadata),
+                    }
+                )
+            response = await self._call(
+                partial(self.client.bulk, operations=operations, refresh=self.parameters.refresh)
+            )
+            assert response is not None
+            if response.body.get("errors"):
+                raise VectorStoreError(
+                    self.store_name, _bulk_failure(index, response.body["items"], len(batch))
+                )
+
+    async def delete(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> None:
+        index = self._index(collection)
+        clauses = [{"term": {"document_id": document_id}}, *filter_clauses(metadata_filter)]
+        await self._call(
+            lambda: self.client.delete_by_query(
+                index=index,
+                query={"bool": {"filter": clauses}},
+                conflicts="proceed",
+                refresh=self.parameters.refresh is not False,  # this API takes booleans only
+            ),
+            tolerate=frozenset({"index_not_found_exception"}),  # nothing to delete
+        )
+
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        index = self._index(collection)
+        if top_k <= 0:
+            return []
+        if top_k > _MAX_K:
+            raise ValueError(f"{self.store_name}: top_k is at most {_MAX_K}, got {top_k}")
+        knn: dict[str, Any] = {
+            "field": "vector",
+            "query_vector": query_vector,
+            "k": top_k,
+            "num_candidates": max(self.parameters.num_candidates, top_k),
+        }
+        clauses = filter_clauses(metadata_filter)
+        if clauses:
+            knn["filter"] = clauses  # inside knn, so the k nearest are all in scope
+        response = await self._call(
+            lambda: self.client.search(
+                index=index, knn=knn, size=top_k, source=["document_id", "chunk"]
+            )
+        )
+        assert response is not None
+        distance = self.parameters.distance
+        return [
+            VectorSearchResult(
+                score=common_score(distance, hit["_score"]),
+                document_id=hit["_source"]["document_id"],
+                chunk=Chunk.model_validate(hit["_source"]["chunk"]),
+            )
+            for hit in response.body["hits"]["hits"]
+        ]
+
+    async def list_documents(
+        self, collection: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[DocumentSummary]:
+        index = self._index(collection)
+        clauses = filter_clauses(metadata_filter)
+        query = {"bool": {"filter": clauses}} if clauses else {"match_all": {}}
+        summaries: list[DocumentSummary] = []
+        after: dict[str, Any] | None = None
+        while True:
+            response = await self._call(
+                partial(
+                    self.client.search,
+                    index=index,
+                    query=query,
+                    size=0,
+                    aggregations=documents_aggregation(after),
+                )
+            )
+            assert response is not None
+            documents = response.body["aggregations"]["documents"]
+            for bucket in documents["buckets"]:
+                top_hit = bucket["first_chunk"]["hits"]["hits"][0]
+                first = Chunk.model_validate(top_hit["_source"]["chunk"])
+                summaries.append(
+                    DocumentSummary(
+                        document_id=bucket["key"]["document_id"],
+                        source=first.source,
+                        chunk_count=bucket["doc_count"],
+                        metadata=dict(first.metadata),
+                    )
+                )
+            after = documents.get("after_key")
+            if not documents["buckets"] or after is None:
+                return summaries
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[Chunk]:
+        index = self._index(collection)
+        if limit <= 0:
+            return []
+        clauses = [
+            {"term": {"document_id": document_id}},
+            {"range": {"chunk_index": {"gte": offset, "lt": offset + limit}}},
+            *filter_clauses(metadata_filter),
+        ]
+        chunks: list[Chunk] = []
+        after: list[Any] | None = None
+        while True:
+            page: dict[str, Any] = {
+                "query": {"bool": {"filter": clauses}},
+                "sort": [{"chunk_index": "asc"}],
+                "size": min(_PAGE, limit - len(chunks)),
+                "source": ["chunk"],
+                "track_total_hits": False,
+            }
+            if after is not None:
+                page["search_after"] = after
+            response = await self._call(partial(self.client.search, index=index, **page))
+            assert response is not None
+            hits = response.body["hits"]["hits"]
+            chunks.extend(Chunk.model_validate(hit["_source"]["chunk"]) for hit in hits)
+            if len(hits) < page["size"] or len(chunks) >= limit:
+                return chunks
+            after = hits[-1]["sort"]
+
+
+def index_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be an Elasticsearch index name, or ``None`` if it can."""
+    if not name:
+        return "it is empty"
+    if name != name.lower():
+        return "Elasticsearch index names must be lower-case"
+    if name in {".", ".."} or name[0] in "-_+":
+        return "it must not be '.' or '..' nor start with '-', '_' or '+'"
+    bad = sorted(set(name) & _FORBIDDEN_INDEX_CHARACTERS)
+    if bad:
+        return f"it must not contain {' '.join(repr(c) for c in bad)}"
+    if len(name.encode()) > 255:
+        return "it is longer than 255 bytes"
+    return None
+
+
+def index_mappings(dimensions: int, distance: str) -> dict[str, Any]:
+    """The mapping of a new index for ``dimensions``-long vectors."""
+    return {
+        "dynamic": "strict",
+        "properties": {
+            "vector": {
+                "type": "dense_vector",
+                "dims": dimensions,
+                "index": True,
+                "similarity": SIMILARITY[distance],
+                "index_options": {"type": "hnsw"},
+            },
+            "document_id": {"type": "keyword"},
+            "chunk_index": {"type": "integer"},
+            "chunk": {"type": "object", "enabled": False},
+            "metadata_terms": {"type": "keyword", "ignore_above": _MAX_TERM_CHARACTERS},
+        },
+    }
+
+
+def filter_term(path: tuple[str, ...], value: Scalar) -> str:
+    """The keyword that stands for ``metadata[path...] == value``.
+
+    Numbers are compared by value (``1`` matches ``1.0``) and kept apart from
+    booleans and strings, as ``matches_filter`` does.
+    """
+    if isinstance(value, bool):
+        typed: list[Any] = ["bool", value]
+    elif isinstance(value, (int, float)):
+        number = int(value) if isinstance(value, float) and value.is_integer() else value
+        typed = ["number", number]
+    else:
+        typed = ["string", value]
+    return json.dumps([list(path), *typed], ensure_ascii=False, separators=(",", ":"))
+
+
+def metadata_terms(metadata: dict[str, Any]) -> list[str]:
+    """The filter keywords of every scalar leaf of ``metadata``."""
+    terms: list[str] = []
+
+    def walk(prefix: tuple[str, ...], value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk((*prefix, str(key)), inner)
+        elif isinstance(value, (str, bool, int)) or (
+            isinstance(value, float) and math.isfinite(value)
+        ):
+            terms.append(filter_term(prefix, value))
+
+    walk((), metadata)
+    return terms
+
+
+def filter_clauses(metadata_filter: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """``metadata_filter`` as ES ``term`` queries, all of which must match."""
+    return [
+        {"term": {"metadata_terms": filter_term(path, value)}}
+        for path, value in flatten_filter(metadata_filter)
+    ]
+
+
+def documents_aggregation(after: dict[str, Any] | None) -> dict[str, Any]:
+    """One page of per-document buckets, each with its lowest-indexed chunk."""
+    composite: dict[str, Any] = {
+        "size": _PAGE,
+        "sources": [{"document_id": {"terms": {"field": "document_id"}}}],
+    }
+    if after is not None:
+        composite["after"] = after
+    return {
+        "documents": {
+            "composite": composite,
+            "aggregations": {
+                "first_chunk": {
+                    "top_hits": {"size": 1, "sort": [{"chunk_index": "asc"}], "_source": ["chunk"]}
+                }
+            },
+        }
+    }
+
+
+def common_score(distance: str, score: float) -> float:
+    """ES's positive ``_score`` back on the common scale of ``distance``.
+
+    ES reports cosine as ``(1 + cos) / 2``, ``max_inner_product`` as ``1 + ip``
+    (or ``1 / (1 - ip)`` when negative) and ``l2_norm`` as ``1 / (1 + d²)``.
+    """
+    if distance == "cosine":
+        return 2.0 * score - 1.0
+    if distance == "dot":
+        return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score
+    if score <= 0.0:
+        return -math.inf
+    return -math.sqrt(max(0.0, 1.0 / score - 1.0))
+
+
+def _describe(exc: Any) -> str:
+    status = exc.meta.status
+    if not isinstance(exc.body, dict):  # e.g. the answer to a HEAD request
+        try:
+            return f"HTTP {status} {HTTPStatus(status).phrase}"
+        except ValueError:
+            return f"HTTP {status}"
+    cause = f"HTTP {status} {exc.message}"
+    error = exc.body.get("error")
+    if isinstance(error, dict) and error.get("reason"):
+        cause += f": {error['reason']}"
+    return cause
+
+
+def _bulk_failure(index: str, items: list[dict[str, Any]], total: int) -> str:
+    failures = [item["index"] for item in items if "error" in item.get("index", {})]
+    error = failures[0]["error"]
+    reason = error.get("reason", "") if isinstance(error, dict) else str(error)
+    kind = error.get("type", "error") if isinstance(error, dict) else "error"
+    return (
+        f"{len(failures)} of {total} records were not written to {index!r}; first: {kind}: {reason}"
+    )
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without any ``user:password@`` part."""
+    parts = urlsplit(url if "://" in url else f"//{url}")
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host).geturl().removeprefix("//")

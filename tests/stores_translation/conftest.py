@@ -1,0 +1,52 @@
+"""Fixtures: the fake servers, and records to store."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from ragflow_config.message import TextBlock
+from ragflow_config.rag import Chunk, VectorRecord
+
+from .fake_elasticsearch import FakeElasticsearch
+from .fake_mongod import FakeMongod
+
+
+@pytest.fixture
+def es_server() -> Iterator[FakeElasticsearch]:
+    server = FakeElasticsearch()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def mongod() -> AsyncIterator[FakeMongod]:
+    server = FakeMongod()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A local port nothing listens on: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_record(
+    document_id: str, chunk_index: int, metadata: dict[str, Any] | None = None, total: int = 3
+) -> VectorRecord:
+    chunk = Chunk(
+        content=TextBlock(text=f"{document_id} chunk {chunk_index}"),
+        source=f"{document_id}.md",
+        chunk_index=chunk_index,
+        total_chunks=total,
+        metadata=metadata or {},
+    )
+    return VectorRecord(vector=[0.1 * chunk_index, 0.2, 0.3], document_id=document_id, chunk=chunk)
