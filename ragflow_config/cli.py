@@ -99,6 +99,18 @@ def _parser() -> argparse.ArgumentParser:
                 help="parser processes (default: up to 4; 0 parses in-process)",
             )
 
+    verify = command(
+        "verify", _verify,
+        "reconcile the sources with what the store holds; exit 1 on drift (--fix re-indexes it)",
+    )
+    verify.add_argument("file", type=Path, metavar="FILE")
+    verify.add_argument("--kb", action="append", metavar="NAME", help="only this knowledge base")
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify.add_argument("--fix", action="store_true",
+                        help="re-index the drifted and missing documents and delete the extra ones")
+    verify.add_argument("--force", action="store_true",
+                        help="with --fix: go past the mass-deletion guard")
+
     search = command("search", _search, "search a knowledge base")
     search.add_argument("file", type=Path, metavar="FILE")
     search.add_argument("kb", metavar="KB")
@@ -240,6 +252,37 @@ def _plan(args: argparse.Namespace) -> int:
     report = asyncio.run(pipeline.run(args.kb, _options(args, True, None)))
     _print_report(report, args.json)
     return EXIT_PENDING if report.pending else EXIT_OK
+
+
+# How `verify` names what a dry run finds.
+_DRIFT = {"add": "missing", "update": "drift", "repair": "drift", "delete": "extra", "keep": "extra"}
+
+
+def _verify(args: argparse.Namespace) -> int:
+    pipeline = Pipeline.load(args.file)
+    # Reporting drift never refuses; only --fix deletes, behind the mass-deletion guard.
+    options = RunOptions(dry_run=not args.fix, prune=True, force=args.force or not args.fix)
+    report = asyncio.run(pipeline.run(args.kb, options))
+    if args.fix:
+        _print_report(report, args.json)
+        return EXIT_ERROR if report.failed else EXIT_OK
+    drifted = [
+        (kb.name, _DRIFT[change.action], change)
+        for kb in report.knowledge_bases
+        for change in kb.changes
+        if change.action in _DRIFT
+    ]
+    if args.json:
+        rows = [{"knowledge_base": kb, "status": status, **vars(change)} for kb, status, change in drifted]
+        print(json.dumps({"healthy": not drifted, "drift": rows}, indent=2))
+    else:
+        for kb, status, change in drifted:
+            print(f"{kb}: {status:<7} {change.path}  ({change.reason})")
+        for kb_report in report.knowledge_bases:
+            ok = kb_report.count("unchanged")
+            bad = sum(1 for kb, _, _ in drifted if kb == kb_report.name)
+            print(f"{kb_report.name}: {ok} documents in sync, {bad} drifted")
+    return EXIT_ERROR if drifted else EXIT_OK
 
 
 def _search(args: argparse.Namespace) -> int:
