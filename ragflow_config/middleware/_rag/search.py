@@ -1,16 +1,19 @@
 """Searching several knowledge bases at once and merging their rankings.
 
-Knowledge bases may use different embedding models and stores, whose scores
-are on different scales (a cosine of one model says nothing about a dot
-product of another), so raw scores are never compared across them. Each
-base's own ranking is merged by reciprocal rank fusion (Cormack, Clarke and
-Buettcher, 2009): a hit scores ``sum(1 / (RRF_K + rank))`` over the rankings
-that contain it. With a single base the result is that base's own order.
+Scores are comparable only between knowledge bases in the same *score
+space*: the same embedding model with the same parameters, in the same kind
+of store configured the same way (so with the same metric). Within a space,
+hits are merged by score. Across spaces a cosine of one model says nothing
+about a dot product or a negated distance of another, so their rankings are
+merged by reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009): a
+hit scores ``sum(1 / (RRF_K + rank))`` over the rankings that contain it.
+With a single space the result is plain score order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Hashable, Sequence
 
 from ...rag import KnowledgeBase, VectorSearchResult
@@ -32,22 +35,36 @@ async def search_across(
     Every base is searched concurrently for ``limit`` hits (the threshold
     applies to each base's own scores). A chunk is the same chunk when it has
     the same document id and chunk index in the same collection of the same
-    store object; a chunk found through several bases gains from each ranking.
+    store object; found through several bases, it counts once per space.
     """
     if not knowledge_bases or not queries:
         return []
-    rankings = await asyncio.gather(
+    results = await asyncio.gather(
         *(
             kb.search(list(queries), top_k=limit, score_threshold=score_threshold)
             for kb in knowledge_bases
         )
     )
-    fused: dict[Hashable, float] = {}
-    hits: dict[Hashable, VectorSearchResult] = {}
-    for kb, ranking in zip(knowledge_bases, rankings, strict=True):
-        for rank, hit in enumerate(ranking, start=1):
+    spaces: dict[str, dict[Hashable, VectorSearchResult]] = {}
+    for kb, hits in zip(knowledge_bases, results, strict=True):
+        best = spaces.setdefault(_score_space(kb), {})
+        for hit in hits:
             key = (id(kb.vector_store), kb.collection, hit.document_id, hit.chunk.chunk_index)
+            if key not in best or hit.score > best[key].score:
+                best[key] = hit
+    fused: dict[Hashable, float] = {}
+    chosen: dict[Hashable, VectorSearchResult] = {}
+    for best in spaces.values():
+        ranking = sorted(best.items(), key=lambda item: item[1].score, reverse=True)[:limit]
+        for rank, (key, hit) in enumerate(ranking, start=1):
             fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            hits.setdefault(key, hit)
-    best_first = sorted(hits, key=fused.__getitem__, reverse=True)
-    return [hits[key] for key in best_first[:limit]]
+            chosen.setdefault(key, hit)
+    best_first = sorted(chosen, key=fused.__getitem__, reverse=True)
+    return [chosen[key] for key in best_first[:limit]]
+
+
+def _score_space(kb: KnowledgeBase) -> str:
+    """Equal for knowledge bases whose scores can be compared directly."""
+    return json.dumps(
+        [kb.embedding_model.describe(), kb.vector_store.describe()], sort_keys=True, default=str
+    )
