@@ -9,14 +9,34 @@ from __future__ import annotations
 import datetime
 import io
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from ragflow_config.message import Base64Source, DataBlock, TextBlock
+from ragflow_config.rag import Section
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def fixture_path(name: str) -> str:
     return str(FIXTURES / name)
+
+
+def text_of(section: Section) -> str:
+    assert isinstance(section.content, TextBlock), section.content
+    return section.content.text
+
+
+def texts(sections: list[Section]) -> list[str]:
+    return [text_of(section) for section in sections]
+
+
+def bytes_of(section: Section) -> bytes:
+    """The bytes of an inline image section."""
+    assert isinstance(section.content, DataBlock), section.content
+    assert isinstance(section.content.source, Base64Source)
+    return section.content.source.to_bytes()
 
 
 def image_bytes(image_format: str = "PNG", size: tuple[int, int] = (24, 16)) -> bytes:
@@ -42,9 +62,9 @@ def build_pptx() -> bytes:
     blank = presentation.slide_layouts[6]
 
     first = presentation.slides.add_slide(blank)
-    first.shapes.add_textbox(Inches(1), Inches(0.5), Inches(6), Inches(1)).text = (
-        "Quarterly numbers"
-    )
+    first.shapes.add_textbox(
+        Inches(1), Inches(0.5), Inches(6), Inches(1)
+    ).text = "Quarterly numbers"
     table = first.shapes.add_table(2, 2, Inches(1), Inches(1.5), Inches(4), Inches(1)).table
     for row, values in enumerate((("Region", "Q1"), ("North", "120"))):
         for column, value in enumerate(values):
@@ -152,9 +172,9 @@ def build_xlsx(with_image: bool = False) -> bytes:
     return _saved(book)
 
 
-def _saved(document: object) -> bytes:
+def _saved(document: Any) -> bytes:
     buffer = io.BytesIO()
-    document.save(buffer)  # type: ignore[attr-defined]
+    document.save(buffer)
     return buffer.getvalue()
 
 

@@ -11,7 +11,7 @@ import pytest
 from ragflow_config.rag import ParserError, PDFParser
 from ragflow_config.rag._parsers._tables import JSON_MARKER
 
-from .conftest import fixture_path, image_bytes
+from .conftest import fixture_path, image_bytes, text_of, texts
 
 REPORT_PAGE_1 = (
     "Quarterly report\n"
@@ -29,7 +29,7 @@ REPORT_PAGE_1 = (
 async def test_one_section_per_page_with_the_table_in_place() -> None:
     sections = await PDFParser().parse(fixture_path("report.pdf"), "report.pdf")
 
-    assert [section.content.text for section in sections] == [  # type: ignore[union-attr]
+    assert texts(sections) == [
         REPORT_PAGE_1,
         "Appendix: methodology notes.",
     ]
@@ -44,18 +44,22 @@ async def test_json_tables_parse_as_one_array() -> None:
     sections = await PDFParser(table_format="json").parse(
         Path(fixture_path("report.pdf")).read_bytes(), "report.pdf"
     )
-    text = sections[0].content.text  # type: ignore[union-attr]
+    text = text_of(sections[0])
     before, table, after = text.split("\n\n")
     assert before == "Quarterly report\nRevenue grew in every region."
     marker, body = table.split("\n")
     assert marker == JSON_MARKER
-    assert json.loads(body) == [["Region", "Q1", "Q2"], ["North", "120", "135"], ["South", "98", "110"]]
+    assert json.loads(body) == [
+        ["Region", "Q1", "Q2"],
+        ["North", "120", "135"],
+        ["South", "98", "110"],
+    ]
     assert after == "Figures are in thousands of euros."
 
 
 async def test_without_table_extraction_cells_stay_in_the_plain_text() -> None:
     sections = await PDFParser(extract_tables=False).parse(fixture_path("report.pdf"), "r.pdf")
-    assert sections[0].content.text == (  # type: ignore[union-attr]
+    assert text_of(sections[0]) == (
         "Quarterly report\nRevenue grew in every region.\nRegion Q1 Q2\nNorth 120 135\n"
         "South 98 110\nFigures are in thousands of euros."
     )
@@ -81,15 +85,13 @@ async def test_a_pdf_with_text_on_every_page_has_no_scan_marker(
 
 async def test_non_ascii_text_in_embedded_fonts() -> None:
     sections = await PDFParser().parse(fixture_path("multilingual.pdf"), "multilingual.pdf")
-    assert sections[0].content.text == (  # type: ignore[union-attr]
-        "Größere Äpfel über die Straße tragen.\n知识库检索增强生成"
-    )
+    assert text_of(sections[0]) == ("Größere Äpfel über die Straße tragen.\n知识库检索增强生成")
 
 
 async def test_an_owner_password_only_pdf_opens_with_the_empty_password() -> None:
     path = fixture_path("encrypted-empty-password.pdf")
     sections = await PDFParser().parse(path, "locked.pdf")
-    assert sections[0].content.text == "Opened without a password."  # type: ignore[union-attr]
+    assert text_of(sections[0]) == "Opened without a password."
 
 
 async def test_a_pdf_that_needs_a_password_is_a_parser_error() -> None:
@@ -100,5 +102,7 @@ async def test_a_pdf_that_needs_a_password_is_a_parser_error() -> None:
 
 
 async def test_png_bytes_are_not_a_pdf() -> None:
-    with pytest.raises(ParserError, match=r"^photo\.pdf: not a PDF file: the content is image/png$"):
+    with pytest.raises(
+        ParserError, match=r"^photo\.pdf: not a PDF file: the content is image/png$"
+    ):
         await PDFParser().parse(image_bytes(), "photo.pdf")

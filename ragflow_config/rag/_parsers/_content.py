@@ -22,7 +22,7 @@ def expect_media_type(data: bytes, filename: str, kind: str, media_types: Collec
     if is_encrypted_office_file(data):
         raise password_protected(filename, kind)
     media_type = sniff(data)
-    if media_type in media_types:
+    if media_type is not None and media_type in media_types:
         return media_type
     if media_type is None and data.startswith(_ZIP_MAGIC):
         raise ParserError(filename, f"damaged {kind} file: truncated or corrupt ZIP container")

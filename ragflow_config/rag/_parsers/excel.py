@@ -106,7 +106,21 @@ class ExcelParser(ParserBase):
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = self.read_bytes(file, filename)
         media_type = expect_media_type(data, filename, "Excel", self.supported_media_types)
-        sheets = _xlsx_sheets if media_type == XLSX else _xls_sheets
+        include_image = self.parameters.include_image
+        if media_type == XLSX:
+            sheets = _xlsx_sheets(require("openpyxl", "rag"), data, include_image)
+        else:
+            if include_image:
+                logger.warning("%s: pictures are not read from legacy .xls files", filename)
+            sheets = _xls_sheets(require("xlrd", "rag"), data, filename)
+        try:
+            return self._sections(sheets, filename)
+        except ParserError:
+            raise
+        except Exception as exc:  # openpyxl and xlrd report damage with many exception types
+            raise damaged(filename, "Excel", exc) from exc
+
+    def _sections(self, sheets: Iterator[_Sheet], filename: str) -> list[Section]:
         sections: list[Section] = []
         merged_texts: list[str] = []
         merged_names: list[str] = []
@@ -121,29 +135,21 @@ class ExcelParser(ParserBase):
                 merged_texts.clear()
                 merged_names.clear()
 
-        try:
-            for sheet in sheets(data, filename, self.parameters.include_image):
-                text = self._sheet_text(sheet)
-                if text and self.parameters.separate_sheet:
-                    sections.append(
-                        Section(
-                            content=TextBlock(text=text),
-                            source=filename,
-                            metadata={"sheet": sheet.name},
-                        )
-                    )
-                elif text:
-                    merged_texts.append(text)
-                    merged_names.append(sheet.name)
-                if sheet.images:
-                    flush_merged()
-                    sections.extend(
-                        _image_section(image, sheet.name, filename) for image in sheet.images
-                    )
-        except ParserError:
-            raise
-        except Exception as exc:  # openpyxl and xlrd report damage with many exception types
-            raise damaged(filename, "Excel", exc) from exc
+        for sheet in sheets:
+            text = self._sheet_text(sheet)
+            if text and self.parameters.separate_sheet:
+                metadata = {"sheet": sheet.name}
+                sections.append(
+                    Section(content=TextBlock(text=text), source=filename, metadata=metadata)
+                )
+            elif text:
+                merged_texts.append(text)
+                merged_names.append(sheet.name)
+            if sheet.images:
+                flush_merged()
+                sections.extend(
+                    _image_section(image, sheet.name, filename) for image in sheet.images
+                )
         flush_merged()
         return sections
 
@@ -170,8 +176,7 @@ def _image_section(image: _Image, sheet: str, filename: str) -> Section:
     )
 
 
-def _xlsx_sheets(data: bytes, filename: str, include_image: bool) -> Iterator[_Sheet]:
-    openpyxl = require("openpyxl", "rag")
+def _xlsx_sheets(openpyxl: Any, data: bytes, include_image: bool) -> Iterator[_Sheet]:
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=not include_image, data_only=True)
     try:
         for worksheet in workbook.worksheets:
@@ -200,8 +205,7 @@ def _xlsx_images(worksheet: Any) -> list[_Image]:
     return [image for _, image in sorted(images, key=lambda item: item[0])]
 
 
-def _xls_sheets(data: bytes, filename: str, include_image: bool) -> Iterator[_Sheet]:
-    xlrd = require("xlrd", "rag")
+def _xls_sheets(xlrd: Any, data: bytes, filename: str) -> Iterator[_Sheet]:
     try:
         # xlrd prints its warnings to stdout unless given somewhere else to write them.
         book = xlrd.open_workbook(file_contents=data, on_demand=True, logfile=io.StringIO())
@@ -209,8 +213,6 @@ def _xls_sheets(data: bytes, filename: str, include_image: bool) -> Iterator[_Sh
         if "encrypted" in str(exc).lower():
             raise password_protected(filename, "Excel") from exc
         raise
-    if include_image:
-        logger.warning("%s: pictures are not read from legacy .xls files", filename)
     try:
         for index in range(book.nsheets):
             sheet = book.sheet_by_index(index)
