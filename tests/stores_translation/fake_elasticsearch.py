@@ -91,8 +91,7 @@ class FakeElasticsearch:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def start(self) -> None:
         self._thread.start()

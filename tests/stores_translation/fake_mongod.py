@@ -42,6 +42,12 @@ def default_reply(name: str, command: dict[str, Any]) -> dict[str, Any]:
         return {"n": len(updates), "nModified": 0, "upserted": upserted, "ok": 1.0}
     if name == "delete":
         return {"n": 0, "ok": 1.0}
+    if name == "createSearchIndexes":
+        created = [
+            {"id": f"index-{i}", "name": index["name"]}
+            for i, index in enumerate(command["indexes"])
+        ]
+        return {"indexesCreated": created, "ok": 1.0}
     return {"ok": 1.0}
 
 
@@ -51,7 +57,7 @@ class FakeMongod:
     def __init__(self) -> None:
         self.commands: list[tuple[str, dict[str, Any]]] = []
         self.respond: Respond = lambda name, command: None
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.Server | None = None
         self._ids = itertools.count(1)
 
     async def start(self) -> None:

@@ -260,7 +260,13 @@ async def test_filter_values_and_keys_stay_literal(es_server: FakeElasticsearch)
     }
     async with store(es_server) as es:
         await es.search("docs", [1.0], top_k=1, metadata_filter=metadata_filter)
-        for unusable in ({"tags": ["a"]}, {"k": {"$in": ["a"]}}, {"k": None}, {"k": {}}):
+        unusable_filters: list[dict[str, Any]] = [
+            {"tags": ["a"]},
+            {"k": {"$in": ["a"]}},
+            {"k": None},
+            {"k": {}},
+        ]
+        for unusable in unusable_filters:
             with pytest.raises(ValueError, match="metadata_filter"):
                 await es.search("docs", [1.0], top_k=1, metadata_filter=unusable)
 
@@ -466,7 +472,7 @@ async def test_api_key_comes_from_the_named_variable(
 
 
 async def test_basic_auth_from_a_credential(es_server: FakeElasticsearch) -> None:
-    credential = ElasticsearchCredential(username="elastic", password="changeme")  # type: ignore[arg-type]
+    credential = ElasticsearchCredential(username="elastic", password="changeme")
     async with ElasticsearchStore(hosts=es_server.url, credential=credential) as es:
         await es.has_collection("docs")
     expected = base64.b64encode(b"elastic:changeme").decode()

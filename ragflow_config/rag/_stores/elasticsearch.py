@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from ..._component import ComponentParameters
+from ..._component import RELATIVE_PATH, ComponentParameters
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import ElasticsearchCredential, MissingSecretError
@@ -74,7 +74,9 @@ class ElasticsearchStore(VectorStoreBase):
             description="Environment variable holding the basic-auth password.",
         )
         ca_certs: str | None = Field(
-            default=None, description="CA bundle that signed the cluster's TLS certificate."
+            default=None,
+            description="CA bundle that signed the cluster's TLS certificate.",
+            json_schema_extra=RELATIVE_PATH,
         )
         distance: Literal["cosine", "dot", "euclidean"] = Field(
             default="cosine", description="Similarity metric of new indexes."
