@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from itertools import pairwise
 from typing import ClassVar
 
 from pydantic import Field
@@ -43,11 +44,14 @@ class HashingEmbeddingModel(EmbeddingModelBase):
 
     def embed_text(self, text: str) -> list[float]:
         words = [word.lower() for word in _WORD.findall(text)]
-        features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+        # Text without a word (punctuation, emptiness) still gets a unit vector:
+        # a zero vector has no cosine and some stores reject it.
+        features = words + [f"{a} {b}" for a, b in pairwise(words)] or [text.strip()]
         vector = [0.0] * self.dimensions
         for feature in features:
             digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
             value = int.from_bytes(digest, "little")
             vector[value % self.dimensions] += 1.0 if value >> 63 else -1.0
+        # Never zero: 2n-1 (or 1) features of +-1 cannot all cancel out.
         norm = math.sqrt(sum(x * x for x in vector))
-        return [x / norm for x in vector] if norm else vector
+        return [x / norm for x in vector]

@@ -186,6 +186,8 @@ class KnowledgeBase:
         found by several queries keeps its best score; hits below
         ``score_threshold`` are dropped.
         """
+        if isinstance(queries, str):
+            raise TypeError("search() takes a list of queries, not a single string")
         usable: list[EmbeddingInput] = [
             query
             for query in queries

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import mimetypes
 import zipfile
 from io import BytesIO
@@ -91,12 +92,12 @@ def sniff(data: bytes) -> str | None:
                 return media_type
         return None
     if b"\x00" not in head:
+        # Unless the window holds all the data, a character cut by its end is still text.
+        decoder = codecs.getincrementaldecoder("utf-8")()
         try:
-            head.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            # A multibyte character cut at the end of the sniffed window is still text.
-            if exc.start < len(head) - 4:
-                return None
+            decoder.decode(head, final=len(data) <= len(head))
+        except UnicodeDecodeError:
+            return None
         return "text/plain"
     return None
 

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from ...message import TextBlock
+from ...message import DataBlock, TextBlock
 from .._document import Chunk, Section
 from .base import ChunkerBase
 
@@ -77,6 +77,7 @@ class ApproxTokenChunker(ChunkerBase):
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
         chunks: list[Chunk] = []
         for section in sections:
+            pieces: list[TextBlock | DataBlock]
             if isinstance(section.content, TextBlock):
                 pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
             else:

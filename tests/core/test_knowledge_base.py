@@ -1,0 +1,464 @@
+"""KnowledgeBase over a real local Qdrant (in memory and on disk) with the hashing model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragflow_config._errors import EmbeddingError
+from ragflow_config.embedding import EmbeddingModelBase, HashingEmbeddingModel
+from ragflow_config.message import DataBlock, TextBlock
+from ragflow_config.rag import (
+    ApproxTokenChunker,
+    Chunk,
+    CollectionMismatchError,
+    DocumentSummary,
+    KnowledgeBase,
+    ParserBase,
+    QdrantStore,
+    Section,
+    VectorRecord,
+    VectorSearchResult,
+    VectorStoreError,
+)
+
+PETS = [
+    "Cats sleep twelve to sixteen hours a day.",
+    "Cats purr when they are content and warm.",
+    "Dogs bark at the postman every morning.",
+    "Parrots can learn many words and whistle tunes.",
+    "Goldfish remember things for months, not three seconds.",
+    "Hamsters run on their wheels at night.",
+]
+PNG = DataBlock.from_bytes(b"\x89PNG\r\n\x1a\n", "image/png", name="chart.png")
+JPEG = DataBlock.from_bytes(b"\xff\xd8\xff\xe0", "image/jpeg", name="photo.jpg")
+
+
+def text_chunks(*texts: str, source: str = "pets.txt", **metadata: Any) -> list[Chunk]:
+    """One numbered text chunk per text, as a chunker returns them."""
+    return [
+        Chunk(
+            content=TextBlock(text=text),
+            source=source,
+            chunk_index=index,
+            total_chunks=len(texts),
+            metadata=dict(metadata),
+        )
+        for index, text in enumerate(texts)
+    ]
+
+
+def keys(results: list[VectorSearchResult]) -> list[tuple[str, int]]:
+    return [(r.document_id, r.chunk.chunk_index) for r in results]
+
+
+class RecordingHashingModel(EmbeddingModelBase):
+    """The hashing model, recording every batch it is asked for; it can fail on one of them."""
+
+    def __init__(
+        self, dimensions: int = 64, batch_size: int = 32, fail_on_batch: int | None = None
+    ) -> None:
+        super().__init__(batch_size=batch_size, max_concurrency=1)
+        self._hashing = HashingEmbeddingModel(dimensions=dimensions)
+        self._fail_on_batch = fail_on_batch
+        self.batches: list[list[str | DataBlock]] = []
+
+    @property
+    def model(self) -> str:
+        return self._hashing.model
+
+    @property
+    def dimensions(self) -> int:
+        return self._hashing.dimensions
+
+    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
+        self.batches.append(list(batch))
+        if len(self.batches) == self._fail_on_batch:
+            raise EmbeddingError(f"the embedding service rejected batch {self._fail_on_batch}")
+        return await self._hashing.embed_batch(batch)
+
+
+class FailingWriteStore(QdrantStore):
+    """A real Qdrant store whose ``insert``, once ``failing``, writes one batch and then fails."""
+
+    failing = False
+    written_before_failure: list[DocumentSummary]
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        if not self.failing:
+            await super().insert(collection, records)
+            return
+        await super().insert(collection, records[: self.parameters.batch_size])
+        self.written_before_failure = await self.list_documents(collection)
+        raise VectorStoreError(self.store_name, "connection lost during upsert")
+
+
+def knowledge(
+    store: QdrantStore,
+    model: EmbeddingModelBase,
+    collection: str = "pets",
+    metadata_filter: dict[str, Any] | None = None,
+) -> KnowledgeBase:
+    return KnowledgeBase(
+        name=f"kb-{collection}",
+        description="test knowledge base",
+        embedding_model=model,
+        vector_store=store,
+        collection=collection,
+        metadata_filter=metadata_filter,
+    )
+
+
+# --- search ---
+
+
+async def test_search_deduplicates_across_queries_keeping_the_best_score(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model)
+    await kb.insert_document(text_chunks(*PETS))
+    queries = ["cats sleep all day", "cats purr when content"]
+    single = [
+        {key: r.score for key, r in zip(keys(hits), hits, strict=True)}
+        for hits in [await kb.search([q], top_k=10) for q in queries]
+    ]
+
+    combined = await kb.search(queries, top_k=10)
+
+    assert len(keys(combined)) == len(set(keys(combined))) == len(PETS)
+    assert set(keys(combined)) == set(single[0]) | set(single[1])
+    # Local Qdrant scores are float32 sums, equal only to about 1e-7 between calls.
+    for key, hit in zip(keys(combined), combined, strict=True):
+        assert hit.score == pytest.approx(max(s[key] for s in single if key in s), abs=1e-6)
+    # Each query's best chunk wins over the other query's weaker match of it.
+    by_text = {hit.chunk.content.text: hit.score for hit in combined}
+    assert by_text[PETS[0]] == pytest.approx(max(single[0].values()), abs=1e-6)
+    assert by_text[PETS[1]] == pytest.approx(max(single[1].values()), abs=1e-6)
+    assert keys(await kb.search(["cats purr", "cats purr"], top_k=10)) == keys(
+        await kb.search(["cats purr"], top_k=10)
+    )
+
+
+async def test_score_threshold_keeps_equal_scores_and_drops_lower(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model)
+    # One word is one hashed feature: a one-hot vector, so "cats" scores exactly 1.0
+    # against itself and float arithmetic leaves no doubt about equality.
+    doc = await kb.insert_document(text_chunks("cats", "cats purr", "dogs", *PETS))
+    everything = await kb.search(["cats"], top_k=20)
+    assert everything[0].score == 1.0
+    assert all(hit.score < 1.0 for hit in everything[1:])
+
+    assert keys(await kb.search(["cats"], top_k=20, score_threshold=1.0)) == [(doc, 0)]
+
+    ranked = await kb.search(["cats sleep and purr"], top_k=20)
+    assert ranked[1].score - ranked[2].score > 1e-3
+    between = (ranked[1].score + ranked[2].score) / 2
+    kept = await kb.search(["cats sleep and purr"], top_k=20, score_threshold=between)
+    assert keys(kept) == keys(ranked[:2])
+    assert await kb.search(["cats"], top_k=20, score_threshold=1.01) == []
+
+
+async def test_top_k_truncates_results_sorted_best_first(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model)
+    await kb.insert_document(text_chunks(*PETS))
+    queries = ["cats sleep", "dogs bark at night", "parrots learn words"]
+
+    everything = await kb.search(queries, top_k=10)
+    top3 = await kb.search(queries, top_k=3)
+
+    scores = [hit.score for hit in everything]
+    assert scores == sorted(scores, reverse=True)
+    assert len(top3) == 3
+    assert keys(top3) == keys(everything[:3])
+    assert await kb.search(queries, top_k=0) == []
+
+
+async def test_data_block_queries_are_dropped_for_a_text_only_model(store: QdrantStore) -> None:
+    model = RecordingHashingModel()
+    kb = knowledge(store, model)
+
+    assert await kb.search([PNG]) == []
+    assert await kb.search([]) == []
+    assert model.batches == []  # no embedding call when no query is left
+    assert not await store.has_collection("pets")  # nor any store I/O
+
+    await kb.insert_document(text_chunks(*PETS))
+    model.batches.clear()
+    mixed = await kb.search([PNG, "cats sleep", JPEG], top_k=3)
+    assert model.batches == [["cats sleep"]]
+    assert keys(mixed) == keys(await kb.search(["cats sleep"], top_k=3))
+
+
+async def test_search_rejects_a_bare_string(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model)
+    with pytest.raises(TypeError, match="list of queries"):
+        await kb.search("cats sleep")  # type: ignore[arg-type]
+
+
+# --- tenant isolation ---
+
+
+class TenantHijackingParser(ParserBase):
+    """A malicious parser that labels everything it reads as tenant b's."""
+
+    supported_media_types = ["text/plain"]
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        text = file.decode() if isinstance(file, bytes) else file
+        return [Section(content=TextBlock(text=text), source=filename,
+                        metadata={"tenant_id": "b", "kind": "memo"})]
+
+
+async def test_tenants_sharing_a_collection_are_isolated(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    tenant_a = knowledge(store, hashing_model, "shared", {"tenant_id": "a"})
+    tenant_b = knowledge(store, hashing_model, "shared", {"tenant_id": "b"})
+    chunker = ApproxTokenChunker(chunk_size=8, overlap=2)
+    sections = await TenantHijackingParser().parse(
+        b"Tenant a secret roadmap: launch the cat cafe in spring, then expand north.",
+        "a-roadmap.txt",
+    )
+    chunks = await chunker.chunk(sections)
+    assert len(chunks) > 1 and all(c.metadata["tenant_id"] == "b" for c in chunks)
+
+    a_doc = await tenant_a.insert_document(chunks)
+    b_doc = await tenant_b.insert_document(
+        text_chunks("Tenant b secret roadmap: open a dog park.", source="b-roadmap.txt")
+    )
+
+    # Stored under tenant a, whatever the parser claimed.
+    unscoped = await store.list_chunks("shared", a_doc, limit=100)
+    assert len(unscoped) == len(chunks)
+    assert all(c.metadata == {"tenant_id": "a", "kind": "memo"} for c in unscoped)
+
+    assert [s.document_id for s in await tenant_a.list_documents()] == [a_doc]
+    assert [s.document_id for s in await tenant_b.list_documents()] == [b_doc]
+    a_hits = await tenant_a.search(["tenant b secret roadmap dog park"], top_k=20)
+    b_hits = await tenant_b.search(["tenant a secret roadmap cat cafe"], top_k=20)
+    assert a_hits and {hit.document_id for hit in a_hits} == {a_doc}
+    assert b_hits and {hit.document_id for hit in b_hits} == {b_doc}
+    assert await tenant_a.list_chunks(b_doc) == []
+
+    await tenant_a.delete_document(b_doc)  # not tenant a's document: deletes nothing
+
+    [b_summary] = await tenant_b.list_documents()
+    assert (b_summary.document_id, b_summary.chunk_count) == (b_doc, 1)
+    assert len(await store.list_documents("shared")) == 2
+
+    await tenant_a.delete_document(a_doc)
+    assert await tenant_a.list_documents() == []
+    assert [s.document_id for s in await tenant_b.list_documents()] == [b_doc]
+
+
+async def test_a_nested_metadata_filter_scopes_and_stamps(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    team_x = knowledge(store, hashing_model, "org", {"org": {"team": "x"}})
+    team_y = knowledge(store, hashing_model, "org", {"org": {"team": "y"}})
+    everyone = knowledge(store, hashing_model, "org")
+
+    x_doc = await team_x.insert_document(
+        text_chunks("Quarterly cat food budget.", org={"team": "y", "floor": 3})
+    )
+    y_doc = await team_y.insert_document(text_chunks("Quarterly dog food budget."))
+
+    [x_summary] = await team_x.list_documents()
+    assert x_summary.document_id == x_doc
+    assert x_summary.metadata == {"org": {"team": "x", "floor": 3}}
+    assert [s.document_id for s in await team_y.list_documents()] == [y_doc]
+    assert {s.document_id for s in await everyone.list_documents()} == {x_doc, y_doc}
+    assert keys(await team_y.search(["quarterly cat food budget"], top_k=5)) == [(y_doc, 0)]
+
+    await team_y.delete_document(x_doc)
+    assert [s.document_id for s in await team_x.list_documents()] == [x_doc]
+
+
+def test_an_unusable_metadata_filter_is_refused_before_any_io(
+    hashing_model: HashingEmbeddingModel,
+) -> None:
+    store = QdrantStore(location=":memory:")  # never entered: the check needs no I/O
+    with pytest.raises(ValueError, match="tenant_id"):
+        knowledge(store, hashing_model, "shared", {"tenant_id": ["a", "b"]})
+    with pytest.raises(ValueError, match="empty mapping"):
+        knowledge(store, hashing_model, "shared", {"org": {}})
+
+
+# --- collection dimensions ---
+
+
+async def test_a_collection_of_another_dimension_is_refused(store: QdrantStore) -> None:
+    small = knowledge(store, HashingEmbeddingModel(dimensions=64), "shared")
+    doc = await small.insert_document(text_chunks(*PETS[:2]))
+    large = knowledge(store, HashingEmbeddingModel(dimensions=128), "shared")
+
+    with pytest.raises(CollectionMismatchError) as raised:
+        await large.insert_document(text_chunks("Cats nap in the sun."))
+    message = str(raised.value)
+    assert "'shared'" in message and "64-dimensional" in message
+    assert "128-dimensional" in message and "HashingEmbeddingModel" in message
+    with pytest.raises(CollectionMismatchError):
+        await large.search(["cats"])
+
+    [summary] = await small.list_documents()
+    assert (summary.document_id, summary.chunk_count) == (doc, 2)
+    assert await store.collection_dimensions("shared") == 64
+
+
+async def test_a_reopened_disk_collection_keeps_its_dimension(tmp_path: Path) -> None:
+    path = str(tmp_path / "qdrant")
+    async with QdrantStore(path=path) as store:
+        await knowledge(store, HashingEmbeddingModel(dimensions=64)).insert_document(
+            text_chunks(*PETS)
+        )
+    async with QdrantStore(path=path) as store:
+        with pytest.raises(CollectionMismatchError, match="64-dimensional"):
+            await knowledge(store, HashingEmbeddingModel(dimensions=128)).list_documents()
+        [summary] = await knowledge(store, HashingEmbeddingModel(dimensions=64)).list_documents()
+        assert summary.chunk_count == len(PETS)
+
+
+# --- failures leave no partial document ---
+
+
+async def test_a_failed_embedding_call_leaves_nothing_behind(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    healthy = knowledge(store, hashing_model)
+    keeper = await healthy.insert_document(text_chunks("Tortoises live for a century."))
+    model = RecordingHashingModel(batch_size=2, fail_on_batch=3)
+    flaky = knowledge(store, model)
+
+    with pytest.raises(EmbeddingError, match="batch 3"):
+        await flaky.insert_document(text_chunks(*PETS, "Rabbits thump.", "Mice squeak."))
+    assert len(model.batches) >= 3  # it failed after two batches had been embedded
+    assert [s.document_id for s in await healthy.list_documents()] == [keeper]
+    assert {hit.document_id for hit in await healthy.search(PETS, top_k=20)} == {keeper}
+
+
+async def test_a_failed_store_write_leaves_nothing_behind(
+    store_options: dict[str, Any], hashing_model: HashingEmbeddingModel
+) -> None:
+    async with FailingWriteStore(batch_size=2, **store_options) as store:
+        kb = knowledge(store, hashing_model)
+        keeper = await kb.insert_document(text_chunks("Tortoises live for a century."))
+        store.failing = True
+
+        with pytest.raises(VectorStoreError, match="connection lost"):
+            await kb.insert_document(text_chunks(*PETS), document_id="half-written")
+
+        partial = {s.document_id: s.chunk_count for s in store.written_before_failure}
+        assert partial == {keeper: 1, "half-written": 2}  # the rollback had work to do
+        assert [s.document_id for s in await kb.list_documents()] == [keeper]
+        assert await kb.list_chunks("half-written") == []
+
+
+# --- what gets written ---
+
+
+async def test_data_block_chunks_are_skipped_by_a_text_only_model_and_the_rest_renumbered(
+    store: QdrantStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    sections = [
+        Section(content=TextBlock(text="Slide one: cats."), source="deck.pptx",
+                metadata={"slide": 1}),
+        Section(content=PNG, source="deck.pptx", metadata={"slide": 2}),
+        Section(content=TextBlock(text="Slide three: dogs."), source="deck.pptx",
+                metadata={"slide": 3}),
+        Section(content=JPEG, source="deck.pptx", metadata={"slide": 4}),
+        Section(content=TextBlock(text="Slide five: parrots."), source="deck.pptx",
+                metadata={"slide": 5}),
+    ]
+    chunks = await ApproxTokenChunker().chunk(sections)
+    model = RecordingHashingModel()
+    kb = knowledge(store, model)
+
+    with caplog.at_level("WARNING", logger="ragflow_config.knowledge_base"):
+        doc = await kb.insert_document(chunks)
+
+    assert "skipping 2 chunk(s)" in caplog.text
+    assert "deck.pptx#1 (image/png)" in caplog.text
+    assert "deck.pptx#3 (image/jpeg)" in caplog.text
+    assert all(isinstance(item, str) for batch in model.batches for item in batch)
+    stored = await kb.list_chunks(doc)
+    assert [(c.chunk_index, c.total_chunks, c.metadata["slide"]) for c in stored] == [
+        (0, 3, 1), (1, 3, 3), (2, 3, 5),
+    ]
+    assert [c.content.text for c in stored] == [
+        "Slide one: cats.", "Slide three: dogs.", "Slide five: parrots.",
+    ]
+    [summary] = await kb.list_documents()
+    assert summary.chunk_count == 3
+
+
+async def test_a_document_of_only_data_blocks_writes_nothing_for_a_text_only_model(
+    store: QdrantStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = RecordingHashingModel()
+    kb = knowledge(store, model)
+    chunks = await ApproxTokenChunker().chunk([Section(content=PNG, source="chart.png")])
+    with caplog.at_level("WARNING", logger="ragflow_config.knowledge_base"):
+        assert await kb.insert_document(chunks, document_id="chart") == "chart"
+    assert "chart.png#0 (image/png)" in caplog.text
+    assert model.batches == []
+    assert not await store.has_collection("pets")
+
+
+async def test_inserting_no_chunks_writes_nothing(store: QdrantStore) -> None:
+    model = RecordingHashingModel()
+    kb = knowledge(store, model)
+
+    generated = await kb.insert_document([])
+    given = await kb.insert_document([], document_id="kept-id")
+
+    assert len(generated) == 32 and int(generated, 16) >= 0
+    assert given == "kept-id"
+    assert model.batches == []
+    assert not await store.has_collection("pets")
+
+
+async def test_metadata_precedence_document_then_chunk_then_filter(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model, metadata_filter={"tenant_id": "t1"})
+    chunks = text_chunks("Page two about cats.", page=2, tenant_id="evil")
+    doc = await kb.insert_document(
+        chunks, document_metadata={"filename": "cats.pdf", "page": 1, "tenant_id": "doc"}
+    )
+    [stored] = await kb.list_chunks(doc)
+    assert stored.metadata == {"filename": "cats.pdf", "page": 2, "tenant_id": "t1"}
+
+
+async def test_the_callers_chunks_are_not_mutated(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    chunks = [
+        *text_chunks("Cats.", "Dogs.", org={"team": "y", "floor": 3}, page=2),
+        Chunk(content=PNG, source="pets.txt", chunk_index=2, total_chunks=4),
+        Chunk(content=TextBlock(text="Parrots."), source="pets.txt", chunk_index=3,
+              total_chunks=4, metadata={"org": {"team": "y"}}),
+    ]
+    for chunk in chunks[:2]:
+        chunk.total_chunks = 4
+    before = [chunk.model_dump() for chunk in chunks]
+    document_metadata = {"filename": "pets.txt", "org": {"site": "north"}}
+    kb = knowledge(store, hashing_model, metadata_filter={"org": {"team": "x"}})
+
+    doc = await kb.insert_document(chunks, document_metadata=document_metadata)
+
+    assert [chunk.model_dump() for chunk in chunks] == before
+    assert document_metadata == {"filename": "pets.txt", "org": {"site": "north"}}
+    stored = await kb.list_chunks(doc)
+    assert [c.metadata["org"] for c in stored] == [
+        {"site": "north", "team": "x", "floor": 3},
+        {"site": "north", "team": "x", "floor": 3},
+        {"site": "north", "team": "x"},
+    ]
