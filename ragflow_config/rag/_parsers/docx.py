@@ -69,6 +69,7 @@ class WordParser(ParserBase):
     ``DataBlock.from_bytes(image, media_type, name=filename)`` with
     ``metadata={"media_type": ...}``, right after the text of its paragraph
     (after the table for a picture inside one). Linked pictures are skipped.
+    Headers, footers, footnotes, comments and equations are not read.
     """
 
     supported_media_types: ClassVar[list[str]] = [DOCX]

@@ -105,23 +105,18 @@ class PDFParser(ParserBase):
         ]
 
     def _page_text(self, page: Any) -> str:
-        tables = page.find_tables() if self.parameters.extract_tables else []
-        rendered = [
-            (table.bbox, render_table(_cells(table.extract()), self.parameters.table_format))
-            for table in tables
-        ]
-        rendered = [(bbox, text) for bbox, text in rendered if text]
-        if not rendered:
-            return str(page.extract_text()).strip()
-
-        boxes = [bbox for bbox, _ in rendered]
-        outside = page.filter(
-            lambda obj: obj.get("object_type") != "char" or not _inside(obj, boxes)
-        )
-        pending = sorted(rendered, key=lambda item: item[0][1])  # by top edge
+        """The page's lines top to bottom, each table's rendering before the first line below
+        its top edge."""
+        tables = self._tables(page)
+        if tables:
+            boxes = [bbox for bbox, _ in tables]
+            page = page.filter(
+                lambda obj: obj.get("object_type") != "char" or not _inside(obj, boxes)
+            )
+        pending = sorted(tables, key=lambda table: table[0][1])  # by top edge
         blocks: list[str] = []
         lines: list[str] = []
-        for line in outside.extract_text_lines():
+        for line in page.extract_text_lines():
             while pending and pending[0][0][1] <= line["top"]:
                 blocks.append("\n".join(lines))
                 lines = []
@@ -130,6 +125,16 @@ class PDFParser(ParserBase):
         blocks.append("\n".join(lines))
         blocks.extend(text for _, text in pending)
         return "\n\n".join(block for block in blocks if block)
+
+    def _tables(self, page: Any) -> list[tuple[BBox, str]]:
+        """Each table's box and rendering."""
+        if not self.parameters.extract_tables:
+            return []
+        tables = (
+            (table.bbox, render_table(_cells(table.extract()), self.parameters.table_format))
+            for table in page.find_tables()
+        )
+        return [(bbox, rendered) for bbox, rendered in tables if rendered]
 
 
 def _cells(rows: list[list[str | None]]) -> list[list[str]]:

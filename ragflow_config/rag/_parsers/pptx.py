@@ -54,7 +54,7 @@ class PPTParser(ParserBase):
     precedes and follows it; that text is split into separate sections, each
     wrapped in the prefix and suffix. ``separate_table`` does the same with
     tables (as text sections). A section is never only a prefix and suffix: a
-    slide with no text gives no text section.
+    slide with no text gives no text section. Charts and SmartArt are not read.
     """
 
     supported_media_types: ClassVar[list[str]] = [PPTX]
