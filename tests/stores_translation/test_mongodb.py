@@ -9,6 +9,7 @@ server accepts it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -351,15 +352,19 @@ async def test_search_checks_readiness_once_and_converts_scores(mongod: FakeMong
 
     mongod.respond = respond
     async with store_for(mongod, filter_fields=["chunk.metadata.t"]) as store:
-        for _ in range(2):
-            (result,) = await store.search("docs", [1.0, 0.0, 0.0], 2, {"t": "x"})
+        concurrent = [store.search("docs", [1.0, 0.0, 0.0], 2, {"t": "x"}) for _ in range(3)]
+        for results in [
+            *await asyncio.gather(*concurrent),
+            await store.search("docs", [1.0, 0.0, 0.0], 2, {"t": "x"}),
+        ]:
+            (result,) = results
             assert result.score == pytest.approx(0.8)
             assert (result.document_id, result.chunk.chunk_index) == ("doc", 4)
 
     listings = [c for n, c in mongod.commands if is_index_listing(n, c)]
     searches = [c for n, c in mongod.commands if n == "aggregate" and not is_index_listing(n, c)]
     assert len(listings) == 1
-    assert len(searches) == 2
+    assert len(searches) == 4
     assert searches[0]["pipeline"] == search_pipeline(
         "vector_index", [1.0, 0.0, 0.0], 2, 20, {"t": "x"}
     )

@@ -42,6 +42,7 @@ class MongoDBStore(VectorStoreBase):
     a credential and never a parameter), or else the variable ``uri_env``.
     ``create_collection`` builds the index and waits until it is queryable;
     a collection's readiness is checked once per open store, not per search.
+    With ``distance: dot`` MongoDB expects unit-length vectors.
     """
 
     class Parameters(ComponentParameters):
@@ -116,6 +117,7 @@ class MongoDBStore(VectorStoreBase):
         self._client: Any = None
         self._hosts = ""
         self._queryable: set[str] = set()
+        self._readiness: asyncio.Lock | None = None
 
     @property
     def store_name(self) -> str:
@@ -128,6 +130,7 @@ class MongoDBStore(VectorStoreBase):
         credential = self._credential or MongoDBCredential.from_environment({"uri": p.uri_env})
         uri = credential.uri.get_secret_value()
         self._hosts = _hosts(uri)
+        self._readiness = asyncio.Lock()  # made here: a lock belongs to one event loop
         milliseconds = int(p.timeout * 1000)
         try:
             self._client = pymongo.AsyncMongoClient(
@@ -233,7 +236,17 @@ class MongoDBStore(VectorStoreBase):
         if not await self.has_collection(name):
             return None
         index = await self._search_index(name)
-        return None if index is None else index_dimensions(index)
+        return None if index is None else self._dimensions(name, index)
+
+    def _dimensions(self, name: str, index: dict[str, Any]) -> int:
+        dimensions = index_dimensions(index)
+        if dimensions is None:
+            raise VectorStoreError(
+                self.store_name,
+                f"search index {self.parameters.index_name!r} on {name!r} has no vector field "
+                "'vector'; it was not made by this store",
+            )
+        return dimensions
 
     async def _search_index(self, name: str) -> dict[str, Any] | None:
         collection = self._collection(name)
@@ -249,6 +262,12 @@ class MongoDBStore(VectorStoreBase):
         """Wait until ``name``'s index answers queries with every declared filter field."""
         if name in self._queryable:
             return
+        assert self._readiness is not None
+        async with self._readiness:  # concurrent first searches check (and update) once
+            if name not in self._queryable:
+                await self._wait_until_queryable(name)
+
+    async def _wait_until_queryable(self, name: str) -> None:
         p = self.parameters
         index = await self._search_index(name)
         if index is None:
@@ -259,7 +278,9 @@ class MongoDBStore(VectorStoreBase):
             )
         if missing_filter_fields(index, p.filter_fields):
             # Declared since the index was built: add them, keeping its dimensions.
-            definition = index_definition(index_dimensions(index), p.distance, p.filter_fields)
+            definition = index_definition(
+                self._dimensions(name, index), p.distance, p.filter_fields
+            )
             collection = self._collection(name)
             await self._call(lambda: collection.update_search_index(p.index_name, definition))
             index = {"status": "BUILDING", "queryable": False}
@@ -437,12 +458,12 @@ def index_definition(
     }
 
 
-def index_dimensions(index: dict[str, Any]) -> int:
-    """The vector length in a ``$listSearchIndexes`` entry."""
+def index_dimensions(index: dict[str, Any]) -> int | None:
+    """The vector length in a ``$listSearchIndexes`` entry, if it indexes ``vector``."""
     for field in index.get("latestDefinition", {}).get("fields", []):
         if field.get("type") == "vector" and field.get("path") == "vector":
             return int(field["numDimensions"])
-    raise ValueError(f"search index {index.get('name')!r} has no vector field 'vector'")
+    return None
 
 
 def missing_filter_fields(index: dict[str, Any], filter_fields: tuple[str, ...]) -> list[str]:
