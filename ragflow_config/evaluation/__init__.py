@@ -1,0 +1,61 @@
+"""Retrieval quality: run a judged query set through a knowledge base and score the rankings.
+
+A judged query set lists queries and, for each, the sources (files) that
+answer it, with an optional grade (graded relevance, default 1) and optional
+passages: substrings one of which a chunk must contain to count. It is read
+from YAML, JSONL or TREC qrels plus a topics file (:func:`load_queries`).
+
+Ranking
+-------
+:func:`evaluate` sends each query alone through ``KnowledgeBase.search``, the
+call agents make, and keeps the order it returns; hits with equal scores stay
+in that order (the sort is stable). Hits are chunks; metrics are computed on
+the ranking of **sources** they yield: each source is listed once, at its
+first (best) hit, so several chunks of one file count once. A hit is relevant
+when its source is judged and, if the judgement names passages, its text
+contains one of them (case-insensitive, whitespace-normalised); when a
+source's first hit is not relevant but a later one is, the later hit is
+listed too, at its own rank. The ranking is cut at ``k``; the search asks for
+``4 * k`` hits, and more (up to 1000) while fewer than ``k`` sources came back.
+
+Metrics
+-------
+For one query with ranking r_1..r_k, grades g_i (0 when r_i is not relevant)
+and R relevant sources:
+
+- ``recall@k`` = relevant sources in the top k / R.
+- ``precision@k`` = relevant sources in the top k / k; a ranking shorter
+  than k is padded with non-relevant entries (as trec_eval does).
+- ``hit_rate@k`` = 1 if any of the top k is relevant, else 0.
+- ``mrr@k`` = 1 / rank of the first relevant source; 0 when none is in the
+  top k (the reciprocal rank is cut at k, unlike trec_eval's).
+- ``ndcg@k`` = DCG@k / IDCG@k with DCG@k = sum over i <= k of
+  (2^g_i - 1) / log2(i + 1), and IDCG@k the DCG of the judged grades
+  sorted best first (the ideal ranking).
+
+Each metric of the result is the macro average: the mean over queries. A
+query judged to have no relevant source scores 0 on every metric and counts
+in the averages, as in trec_eval; ``EvaluationResult.no_relevant_count``
+reports how many there are.
+"""
+
+from ._evaluate import evaluate
+from ._metrics import METRICS, metric_label
+from ._queries import JudgedQuery, Judgement, load_queries
+from ._report import check_thresholds, format_comparison, format_table
+from ._results import EvaluationResult, QueryResult, RankedSource
+
+__all__ = [
+    "METRICS",
+    "EvaluationResult",
+    "JudgedQuery",
+    "Judgement",
+    "QueryResult",
+    "RankedSource",
+    "check_thresholds",
+    "evaluate",
+    "format_comparison",
+    "format_table",
+    "load_queries",
+    "metric_label",
+]
