@@ -64,9 +64,7 @@ class Msg(BaseModel):
     id: str = Field(default_factory=_new_id)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    def __init__(
-        self, name: str, content: str | list[Any], role: Role, **data: Any
-    ) -> None:
+    def __init__(self, name: str, content: str | list[Any], role: Role, **data: Any) -> None:
         super().__init__(name=name, content=content, role=role, **data)
 
     @field_validator("content", mode="before")

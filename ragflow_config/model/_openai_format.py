@@ -141,7 +141,8 @@ class WireResponse(BaseModel):
                 ToolCallBlock(
                     id=call.id or f"call_{uuid.uuid4().hex}",
                     name=call.function.name,
-                    arguments=arguments if isinstance(arguments, str)
+                    arguments=arguments
+                    if isinstance(arguments, str)
                     else json.dumps(arguments or {}),
                 )
             )

@@ -52,8 +52,9 @@ class Toolkit:
         if problem is not None:
             where = "/".join(str(part) for part in problem.absolute_path)
             at = f" at {where}" if where else ""
-            return _error(request, f"Input validation failed for tool {tool.name}{at}: "
-                                   f"{problem.message}")
+            return _error(
+                request, f"Input validation failed for tool {tool.name}{at}: {problem.message}"
+            )
         try:
             output = await tool.call(**arguments)
         except Exception as exc:

@@ -51,7 +51,9 @@ def make_kb(store: QdrantStore) -> MakeKB:
             collection=collection or name,
         )
         for source, text in documents.items():
-            chunk = Chunk(content=TextBlock(text=text), source=source, chunk_index=0, total_chunks=1)
+            chunk = Chunk(
+                content=TextBlock(text=text), source=source, chunk_index=0, total_chunks=1
+            )
             await kb.insert_document([chunk], document_id=source)
         return kb
 

@@ -116,18 +116,28 @@ async def test_max_iters_bounds_the_loop_with_a_last_tool_free_step():
 async def test_middlewares_nest_first_outermost_and_cur_iter_restarts_each_reply():
     log: list[Any] = []
     model = ScriptedChatModel([calls(("add", '{"a": 1, "b": 1}')), "2", "again"])
-    agent = Agent("calc", "", model, Toolkit([AddTool()]),
-                  [Recorder("outer", log), Recorder("inner", log)])
+    agent = Agent(
+        "calc", "", model, Toolkit([AddTool()]), [Recorder("outer", log), Recorder("inner", log)]
+    )
 
     await agent.reply(Msg("alice", "1+1", "user"))
     await agent.reply(Msg("alice", "again", "user"))
 
     assert log == [
-        "outer: reply in", "inner: reply in",
-        "outer: step 0", "inner: step 0", "outer: step 1", "inner: step 1",
-        "inner: reply out", "outer: reply out",
-        "outer: reply in", "inner: reply in", "outer: step 0", "inner: step 0",
-        "inner: reply out", "outer: reply out",
+        "outer: reply in",
+        "inner: reply in",
+        "outer: step 0",
+        "inner: step 0",
+        "outer: step 1",
+        "inner: step 1",
+        "inner: reply out",
+        "outer: reply out",
+        "outer: reply in",
+        "inner: reply in",
+        "outer: step 0",
+        "inner: step 0",
+        "inner: reply out",
+        "outer: reply out",
     ]
 
 

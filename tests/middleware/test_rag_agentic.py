@@ -21,7 +21,9 @@ from .conftest import HR_DOCUMENTS, MakeKB
 def search(arguments: dict[str, Any], call_id: str = "call_1") -> ChatResponse:
     """A model answer that calls search_knowledge."""
     return ChatResponse(
-        content=[ToolCallBlock(id=call_id, name="search_knowledge", arguments=json.dumps(arguments))]
+        content=[
+            ToolCallBlock(id=call_id, name="search_knowledge", arguments=json.dumps(arguments))
+        ]
     )
 
 
@@ -36,8 +38,13 @@ async def agentic_agent(
         knowledge_bases=knowledge_bases,
         parameters=RAGMiddleware.Parameters(mode="agentic", **parameters),
     )
-    return Agent("helper", "Call search_knowledge when needed.", model,
-                 Toolkit(tools=await middleware.list_tools()), [middleware])
+    return Agent(
+        "helper",
+        "Call search_knowledge when needed.",
+        model,
+        Toolkit(tools=await middleware.list_tools()),
+        [middleware],
+    )
 
 
 async def test_the_model_is_offered_one_tool_describing_every_knowledge_base(
@@ -98,11 +105,13 @@ async def test_a_subset_of_knowledge_bases_limits_the_search(
 
 
 async def test_an_unknown_knowledge_base_is_an_error_the_model_reads(hr_kb: KnowledgeBase):
-    model = ScriptedChatModel([
-        search({"query": "paid time off", "knowledge_bases": ["finance"]}),
-        search({"query": "paid time off"}, call_id="call_2"),
-        "25 days.",
-    ])
+    model = ScriptedChatModel(
+        [
+            search({"query": "paid time off", "knowledge_bases": ["finance"]}),
+            search({"query": "paid time off"}, call_id="call_2"),
+            "25 days.",
+        ]
+    )
     agent = await agentic_agent([hr_kb], model)
 
     answer = await agent.reply(Msg("alice", "PTO?", "user"))
@@ -168,8 +177,13 @@ async def test_both_modes_together(hr_kb: KnowledgeBase):
     static = RAGMiddleware([hr_kb], RAGMiddleware.Parameters(mode="static", top_k=1))
     agentic = RAGMiddleware([hr_kb], RAGMiddleware.Parameters(mode="agentic", top_k=1))
     model = ScriptedChatModel([search({"query": "travel expense reimbursement"}), "Both."])
-    agent = Agent("hybrid", "Answer from the material.", model,
-                  Toolkit(tools=await agentic.list_tools()), [static, agentic])
+    agent = Agent(
+        "hybrid",
+        "Answer from the material.",
+        model,
+        Toolkit(tools=await agentic.list_tools()),
+        [static, agentic],
+    )
 
     await agent.reply(Msg("alice", "How many days of paid time off?", "user"))
 

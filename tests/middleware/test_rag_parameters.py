@@ -24,15 +24,23 @@ def test_rerank_candidates_default_to_twice_top_k_capped_at_50(top_k: int, expec
 
 
 def test_rerank_candidate_k_below_top_k_is_rejected_clearly():
-    with pytest.raises(ValidationError, match=r"rerank_candidate_k \(4\) must be at least top_k \(5\)"):
+    with pytest.raises(
+        ValidationError, match=r"rerank_candidate_k \(4\) must be at least top_k \(5\)"
+    ):
         Parameters(top_k=5, rerank_candidate_k=4)
     assert Parameters(top_k=5, rerank_candidate_k=5).rerank_candidates == 5
 
 
 @pytest.mark.parametrize(
     "options",
-    [{"top_k": 0}, {"top_k": 51}, {"rerank_candidate_k": 0}, {"rerank_candidate_k": 51},
-     {"mode": "hybrid"}, {"search_config": {}}],
+    [
+        {"top_k": 0},
+        {"top_k": 51},
+        {"rerank_candidate_k": 0},
+        {"rerank_candidate_k": 51},
+        {"mode": "hybrid"},
+        {"search_config": {}},
+    ],
 )
 def test_out_of_range_and_unknown_options_are_rejected(options: dict[str, object]):
     with pytest.raises(ValidationError):
@@ -65,8 +73,16 @@ def test_rerank_prompt_takes_query_and_top_k_only(prompt: str):
 def test_the_json_schema_documents_every_field():
     schema = Parameters.model_json_schema()
     assert schema["additionalProperties"] is False
-    for field in ("mode", "top_k", "score_threshold", "rerank_candidate_k", "emit_hint_event",
-                  "persist_hint", "hint_template", "rerank_prompt"):
+    for field in (
+        "mode",
+        "top_k",
+        "score_threshold",
+        "rerank_candidate_k",
+        "emit_hint_event",
+        "persist_hint",
+        "hint_template",
+        "rerank_prompt",
+    ):
         assert schema["properties"][field]["description"]
     assert schema["properties"]["top_k"]["maximum"] == 50
 

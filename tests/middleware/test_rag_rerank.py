@@ -51,7 +51,9 @@ async def test_the_rerank_model_reorders_what_the_agent_sees(kb: KnowledgeBase):
         rerank_model=reranker,
         parameters=RAGMiddleware.Parameters(top_k=2, rerank_candidate_k=4),
     )
-    call = ToolCallBlock(id="call_1", name="search_knowledge", arguments=json.dumps({"query": QUERY}))
+    call = ToolCallBlock(
+        id="call_1", name="search_knowledge", arguments=json.dumps({"query": QUERY})
+    )
     model = ScriptedChatModel([ChatResponse(content=[call]), "Done."])
     agent = Agent("hr-bot", "", model, Toolkit(await middleware.list_tools()), [middleware])
 
@@ -132,7 +134,9 @@ async def test_the_rerank_model_judges_rerank_candidate_k_candidates(
 
     assert len(hits) == 2
     request = reranker.calls[0].messages[0]
-    assert sum("<candidate " in b.text for b in request.content if isinstance(b, TextBlock)) == shown
+    assert (
+        sum("<candidate " in b.text for b in request.content if isinstance(b, TextBlock)) == shown
+    )
 
 
 async def test_without_a_rerank_model_rerank_candidate_k_is_ignored(kb: KnowledgeBase):

@@ -60,15 +60,22 @@ def static(kb: KnowledgeBase, **parameters: Any) -> RAGMiddleware:
 
 async def test_hint_reaches_the_first_step_only_and_is_removed_after_it(hr_kb: KnowledgeBase):
     model = ScriptedChatModel([clock_call(), "You get 25 days."])
-    agent = Agent("hr-bot", "Answer from the material.", model, Toolkit([ClockTool()]),
-                  [static(hr_kb, top_k=1)])
+    agent = Agent(
+        "hr-bot",
+        "Answer from the material.",
+        model,
+        Toolkit([ClockTool()]),
+        [static(hr_kb, top_k=1)],
+    )
 
     answer = await agent.reply(Msg("alice", "How many days of paid time off do I get?", "user"))
 
     assert answer.text == "You get 25 days."
     first, second = model.calls
     assert [(m.role, m.name) for m in first.messages] == [
-        ("system", "system"), ("user", "alice"), ("user", "RAGMiddleware")
+        ("system", "system"),
+        ("user", "alice"),
+        ("user", "RAGMiddleware"),
     ]
     [hint] = hints(first.messages)
     assert hint.hint == PTO_HINT
@@ -94,8 +101,9 @@ async def test_every_reply_retrieves_again_for_its_own_input(hr_kb: KnowledgeBas
 
 async def test_persist_hint_keeps_it_for_later_steps_and_replies(hr_kb: KnowledgeBase):
     model = ScriptedChatModel([clock_call(), "25 days.", "Within 30 days."])
-    agent = Agent("hr-bot", "", model, Toolkit([ClockTool()]),
-                  [static(hr_kb, top_k=1, persist_hint=True)])
+    agent = Agent(
+        "hr-bot", "", model, Toolkit([ClockTool()]), [static(hr_kb, top_k=1, persist_hint=True)]
+    )
 
     await agent.reply(Msg("alice", "How many days of paid time off?", "user"))
     await agent.reply(Msg("alice", "When are travel expenses reimbursed?", "user"))
@@ -135,18 +143,23 @@ async def test_queries_are_text_and_data_blocks_never_tool_or_hint_blocks(make_k
 
     embedder = RecordingHashing(dimensions=64)
     embedder.seen = []
-    kb = await make_kb("hr", {"pto.md": "Employees receive 25 days of paid time off."},
-                       embedding_model=embedder)
+    kb = await make_kb(
+        "hr", {"pto.md": "Employees receive 25 days of paid time off."}, embedding_model=embedder
+    )
     embedder.seen.clear()  # forget what indexing embedded
-    forwarded = Msg("planner", [
-        TextBlock(text="   "),
-        TextBlock(text="Paid time off days?"),
-        ToolCallBlock(id="c1", name="lookup", arguments='{"secret": "tool arguments"}'),
-        ToolResultBlock(id="c1", name="lookup", output=[TextBlock(text="tool output")]),
-        HintBlock(hint="an earlier hint"),
-        TextBlock(text="For 2024."),
-        DataBlock.from_bytes(b"\x89PNG", "image/png"),
-    ], "assistant")
+    forwarded = Msg(
+        "planner",
+        [
+            TextBlock(text="   "),
+            TextBlock(text="Paid time off days?"),
+            ToolCallBlock(id="c1", name="lookup", arguments='{"secret": "tool arguments"}'),
+            ToolResultBlock(id="c1", name="lookup", output=[TextBlock(text="tool output")]),
+            HintBlock(hint="an earlier hint"),
+            TextBlock(text="For 2024."),
+            DataBlock.from_bytes(b"\x89PNG", "image/png"),
+        ],
+        "assistant",
+    )
     model = ScriptedChatModel(["25 days."])
 
     await Agent("hr-bot", "", model, middlewares=[static(kb, top_k=1)]).reply(forwarded)

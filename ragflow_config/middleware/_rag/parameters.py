@@ -38,7 +38,9 @@ class RAGParameters(ComponentParameters):
         "and inject the hits as a hint; agentic: offer the model a search_knowledge tool.",
     )
     top_k: int = Field(
-        default=5, ge=1, le=MAX_TOP_K,
+        default=5,
+        ge=1,
+        le=MAX_TOP_K,
         description="Most hits one search returns, after de-duplication across knowledge "
         "bases and queries.",
     )
@@ -48,7 +50,9 @@ class RAGParameters(ComponentParameters):
         "(cosine similarity, dot product, or negated distance). Unset keeps every hit.",
     )
     rerank_candidate_k: int | None = Field(
-        default=None, ge=1, le=MAX_TOP_K,
+        default=None,
+        ge=1,
+        le=MAX_TOP_K,
         description="Candidates the rerank model judges before top_k are kept; at least "
         "top_k; unset means 2 x top_k, at most 50. Ignored without a rerank model.",
     )

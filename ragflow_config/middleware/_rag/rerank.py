@@ -45,18 +45,24 @@ async def rerank(
     unreadable = [label for label in by_label if label not in readable]
     if not readable:
         return list(candidates[:final])
-    logger.info(
-        "reranking %d candidates to %d with %s", len(candidates), final, model.model_name
+    logger.info("reranking %d candidates to %d with %s", len(candidates), final, model.model_name)
+    request = _request(
+        model,
+        queries,
+        by_label,
+        readable,
+        prompt.format(
+            query="\n".join(query for query in queries if isinstance(query, str)), top_k=final
+        ),
     )
-    request = _request(model, queries, by_label, readable, prompt.format(
-        query="\n".join(query for query in queries if isinstance(query, str)), top_k=final
-    ))
     try:
         answer = await model.generate_structured_output([request], RerankAnswer)
     except Exception as exc:
         logger.warning(
             "rerank with %s failed, keeping the vector order: %s: %s",
-            model.model_name, type(exc).__name__, exc,
+            model.model_name,
+            type(exc).__name__,
+            exc,
         )
         return list(candidates[:final])
     chosen: list[str] = []

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 
 from ...rag import KnowledgeBase, VectorSearchResult
 from .format import Query
+
+# A chunk's identity: store object, collection, document id, chunk index.
+ChunkKey = tuple[int, str, str, int]
 
 # The constant of the original paper; it damps the weight of the very top ranks.
 RRF_K = 60
@@ -45,22 +48,27 @@ async def search_across(
             for kb in knowledge_bases
         )
     )
-    spaces: dict[str, dict[Hashable, VectorSearchResult]] = {}
+    spaces: dict[str, dict[ChunkKey, VectorSearchResult]] = {}
     for kb, hits in zip(knowledge_bases, results, strict=True):
         best = spaces.setdefault(_score_space(kb), {})
         for hit in hits:
-            key = (id(kb.vector_store), kb.collection, hit.document_id, hit.chunk.chunk_index)
+            key: ChunkKey = (
+                id(kb.vector_store),
+                kb.collection,
+                hit.document_id,
+                hit.chunk.chunk_index,
+            )
             if key not in best or hit.score > best[key].score:
                 best[key] = hit
-    fused: dict[Hashable, float] = {}
-    chosen: dict[Hashable, VectorSearchResult] = {}
+    fused: dict[ChunkKey, float] = {}
+    chosen: dict[ChunkKey, VectorSearchResult] = {}
     for best in spaces.values():
         ranking = sorted(best.items(), key=lambda item: item[1].score, reverse=True)[:limit]
-        for rank, (key, hit) in enumerate(ranking, start=1):
-            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            chosen.setdefault(key, hit)
+        for rank, (chunk_key, hit) in enumerate(ranking, start=1):
+            fused[chunk_key] = fused.get(chunk_key, 0.0) + 1.0 / (RRF_K + rank)
+            chosen.setdefault(chunk_key, hit)
     best_first = sorted(chosen, key=fused.__getitem__, reverse=True)
-    return [chosen[key] for key in best_first[:limit]]
+    return [chosen[chunk_key] for chunk_key in best_first[:limit]]
 
 
 def _score_space(kb: KnowledgeBase) -> str:

@@ -1,0 +1,162 @@
+"""A real HTTP server on 127.0.0.1 that speaks OpenAI's chat/completions wire format.
+
+It checks each request the way OpenAI does (every assistant tool call
+answered by a ``tool`` message with its id, before the next turn) and
+answers with the next scripted reply.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def completion(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None) -> Reply:
+    """A 200 chat.completion, as OpenAI sends it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "test-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        },
+    )
+
+
+def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
+        status, {"error": {"message": message, "type": "invalid_request_error"}}, headers or {}
+    )
+
+
+def problems(body: dict[str, Any]) -> list[str]:
+    """What OpenAI would reject in this request body."""
+    found: list[str] = []
+    if not isinstance(body.get("model"), str):
+        found.append("model is required")
+    for tool in body.get("tools", []):
+        function = tool.get("function", {})
+        if tool.get("type") != "function" or "name" not in function or "parameters" not in function:
+            found.append(f"invalid tool declaration {tool}")
+    pending: set[str] = set()
+    for number, message in enumerate(body.get("messages") or [None]):
+        role = (message or {}).get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            found.append(f"messages[{number}]: invalid role {role!r}")
+            continue
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                found.append(f"messages[{number}]: tool message answers no pending tool call")
+            pending.discard(message.get("tool_call_id"))
+            continue
+        if pending:
+            found.append(f"messages[{number}]: tool calls {sorted(pending)} were not answered")
+        content = message.get("content")
+        if content is None and not message.get("tool_calls"):
+            found.append(f"messages[{number}]: content is required")
+        if isinstance(content, list) and any(
+            p.get("type") not in ("text", "image_url") for p in content
+        ):
+            found.append(f"messages[{number}]: unknown content part")
+        pending = {call["id"] for call in message.get("tool_calls") or []}
+        if pending and role != "assistant":
+            found.append(f"messages[{number}]: only assistant messages carry tool_calls")
+    if pending:
+        found.append(f"tool calls {sorted(pending)} were not answered")
+    return found
+
+
+class ChatServer:
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self.replies: list[Reply] = []
+        self._lock = threading.Lock()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._http.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_port}/v1"
+
+    def start(self) -> None:
+        threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True).start()
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+
+    def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+        with self._lock:
+            self.requests.append(Seen(path, headers, body))
+            if path != "/v1/chat/completions":
+                return error(404, f"no route {path}")
+            found = problems(body)
+            if found:
+                return error(400, "; ".join(found))
+            if not self.replies:
+                return error(500, "the test scripted no more replies")
+            return self.replies.pop(0)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                reply = server.answer(self.path, headers, json.loads(raw))
+                payload = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
+                self.send_response(reply.status)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Handler
