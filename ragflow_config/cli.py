@@ -9,11 +9,12 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ._errors import ConfigError, ConfigIssue, RagflowError
 from .pipeline import Change, Pipeline, RunOptions, RunReport, default_registry
 from .pipeline._schema import stale_schemas, write_schemas
+from .pipeline._spec import EvaluationSpec
 from .pipeline._validate import check_file
 
 EXIT_OK, EXIT_ERROR, EXIT_PENDING = 0, 1, 2
@@ -128,6 +129,15 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("file", type=Path, metavar="FILE")
     delete.add_argument("kb", metavar="KB")
     delete.add_argument("document_id", metavar="DOCUMENT_ID")
+
+    evaluate = command(
+        "eval", _eval,
+        "measure retrieval quality on each knowledge base's judged queries; "
+        "with two files, compare them side by side",
+    )
+    evaluate.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    evaluate.add_argument("--kb", action="append", metavar="NAME", help="only this knowledge base")
+    evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
 
     types = command("types", _types, "list the registered types and their parameters")
     types.add_argument("--json", action="store_true")
@@ -349,6 +359,61 @@ def _delete(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return asyncio.run(delete())
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluation import (
+        check_thresholds,
+        evaluate,
+        format_comparison,
+        format_table,
+        load_queries,
+    )
+
+    if len(args.files) > 2:
+        print("error: eval takes one pipeline file, or two to compare", file=sys.stderr)
+        return EXIT_ERROR
+    pipelines = [Pipeline.load(file) for file in args.files]
+    first = pipelines[0]
+    names = [
+        kb.name for kb in first.spec.knowledge_bases
+        if kb.evaluation is not None and (not args.kb or kb.name in args.kb)
+    ]
+    if not names:
+        print(f"error: {args.files[0]}: no knowledge base with an `evaluation` block", file=sys.stderr)
+        return EXIT_ERROR
+
+    async def measure(pipeline: Pipeline, name: str, spec: EvaluationSpec) -> Any:
+        queries = load_queries(
+            first.path.parent / spec.queries,
+            first.path.parent / spec.topics if spec.topics else None,
+        )
+        async with pipeline.build([name]) as built:
+            return await evaluate(built.knowledge_base(name), queries, spec.k)
+
+    failures: list[str] = []
+    output: dict[str, Any] = {}
+    for name in names:
+        spec = next(kb.evaluation for kb in first.spec.knowledge_bases if kb.name == name)
+        assert spec is not None
+        results = [asyncio.run(measure(p, name, spec)) for p in pipelines]
+        labels = [str(file) for file in args.files]
+        for label, result, pipeline in zip(labels, results, pipelines, strict=True):
+            own = next(kb.evaluation for kb in pipeline.spec.knowledge_bases if kb.name == name)
+            thresholds = (own or spec).thresholds
+            failures += [f"{label}: {name}: {miss}" for miss in check_thresholds(result, thresholds)]
+        output[name] = {label: result.as_dict() for label, result in zip(labels, results, strict=True)}
+        if not args.json:
+            if len(results) == 1:
+                print(format_table(results[0], f"{name} ({labels[0]})"))
+            else:
+                print(format_comparison(results[0], results[1], labels[0], labels[1]))
+            print()
+    if args.json:
+        print(json.dumps({"results": output, "failures": failures}, indent=2))
+    for failure in failures:
+        print(f"FAILED {failure}", file=sys.stderr)
+    return EXIT_ERROR if failures else EXIT_OK
 
 
 def _types(args: argparse.Namespace) -> int:
