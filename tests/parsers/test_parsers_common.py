@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import pickle
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -193,3 +195,33 @@ async def test_a_missing_library_names_the_extra(
     monkeypatch.setitem(sys.modules, library, None)
     with pytest.raises(MissingExtraError, match=r"ragflow-config\[rag\]"):
         await parser().parse(data, "file")
+
+
+def with_broken_part(data: bytes, part: str) -> bytes:
+    """The same ZIP container with one XML part cut short."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    output = io.BytesIO()
+    with zipfile.ZipFile(output, "w") as target:
+        for item in source.infolist():
+            content = source.read(item)
+            target.writestr(
+                item, content[: len(content) // 2] if item.filename == part else content
+            )
+    return output.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("parser", "make_data", "part", "kind"),
+    [
+        (PPTParser, build_pptx, "ppt/slides/slide1.xml", "PowerPoint"),
+        (WordParser, build_docx, "word/document.xml", "Word"),
+        (ExcelParser, build_xlsx, "xl/worksheets/sheet1.xml", "Excel"),
+    ],
+)
+async def test_a_broken_xml_part_is_a_parser_error(
+    parser: type[ParserBase], make_data: Callable[[], bytes], part: str, kind: str
+) -> None:
+    with pytest.raises(
+        ParserError, match=rf"^broken: damaged {kind} file \(truncated or corrupt\)"
+    ):
+        await parser().parse(with_broken_part(make_data(), part), "broken")

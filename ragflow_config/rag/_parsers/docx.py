@@ -95,9 +95,9 @@ class WordParser(ParserBase):
         docx = require("docx", "rag")
         try:
             document = docx.Document(io.BytesIO(data))
+            return _DocumentReader(document, filename, self.parameters).read()
         except Exception as exc:  # python-docx surfaces damage as KeyError, XMLSyntaxError, ...
             raise damaged(filename, "Word", exc) from exc
-        return _DocumentReader(document, filename, self.parameters).read()
 
 
 class _DocumentReader:

@@ -96,13 +96,13 @@ class PPTParser(ParserBase):
         data = self.read_bytes(file, filename)
         expect_media_type(data, filename, "PowerPoint", self.supported_media_types)
         pptx = require("pptx", "rag")
+        sections: list[Section] = []
         try:
             presentation = pptx.Presentation(io.BytesIO(data))
+            for number, slide in enumerate(presentation.slides, start=1):
+                sections.extend(self._slide_sections(slide, number, filename))
         except Exception as exc:  # python-pptx surfaces damage as KeyError, XMLSyntaxError, ...
             raise damaged(filename, "PowerPoint", exc) from exc
-        sections: list[Section] = []
-        for number, slide in enumerate(presentation.slides, start=1):
-            sections.extend(self._slide_sections(slide, number, filename))
         return sections
 
     def _slide_sections(self, slide: Any, number: int, filename: str) -> list[Section]:
