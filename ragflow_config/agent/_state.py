@@ -22,7 +22,12 @@ EventHandler = Callable[[AgentEvent], None]
 
 @dataclass
 class ReplyState:
-    """One reply's state. ``cur_iter`` is 0 during the reply's first reasoning step."""
+    """One reply's state.
+
+    ``inputs`` are the messages the reply answers (set when the reply's core
+    starts, inside every ``on_reply``); ``cur_iter`` is 0 during the reply's
+    first reasoning step and grows by one per reasoning-acting round.
+    """
 
     reply_id: str
     on_event: EventHandler | None = None
