@@ -1,0 +1,150 @@
+"""Threshold messages, the per-knowledge-base table and the side-by-side comparison, pinned."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragflow_config.evaluation import (
+    EvaluationResult,
+    QueryResult,
+    RankedSource,
+    check_thresholds,
+    format_comparison,
+    format_table,
+)
+from ragflow_config.evaluation._metrics import mean_metrics, score_ranking
+from ragflow_config.pipeline._spec import EvaluationThresholds
+
+
+def row(query_id: str, grades: list[int], judged: list[int], k: int) -> QueryResult:
+    ranking = [
+        RankedSource(source=f"{query_id}-{i}.md", grade=g, score=1 - i / 10)
+        for i, g in enumerate(grades)
+    ]
+    metrics = score_ranking(grades, judged, k)
+    return QueryResult(
+        id=query_id,
+        query=f"query {query_id}",
+        relevant_count=len(judged),
+        metrics=metrics,
+        ranking=ranking,
+    )
+
+
+def result(*rows: QueryResult, k: int = 3) -> EvaluationResult:
+    return EvaluationResult(
+        k=k, queries=list(rows), metrics=mean_metrics([r.metrics for r in rows])
+    )
+
+
+# q1: relevant at rank 1 of 3 -> recall 1, precision 1/3, mrr 1, ndcg 1, hit 1
+# q2: the one relevant source (of 2) at rank 2 -> recall 1/2, precision 1/3, mrr 1/2,
+#     ndcg = (1/log2 3) / (1 + 1/log2 3) = 0.63093 / 1.63093 = 0.38685, hit 1
+# q3: nothing relevant retrieved -> all 0;  q4: nothing judged relevant -> all 0
+# mean: recall 0.375, precision 1/6 = 0.1667, mrr 0.375, ndcg 0.34671, hit rate 0.5
+BASELINE = result(
+    row("q1", [1, 0, 0], [1], 3),
+    row("q2", [0, 1, 0], [1, 1], 3),
+    row("q3", [0, 0, 0], [2], 3),
+    row("q4", [0, 0, 0], [], 3),
+)
+BETTER = result(
+    row("q1", [1, 0, 0], [1], 3),
+    row("q2", [1, 1, 0], [1, 1], 3),
+    row("q3", [0, 0, 0], [2], 3),
+    row("q4", [0, 0, 0], [], 3),
+)
+
+
+def test_table_is_pinned() -> None:
+    assert format_table(BASELINE, "docs") == (
+        "docs: 4 queries, k = 3\n"
+        "metric        value\n"
+        "recall@3     0.3750\n"
+        "precision@3  0.1667\n"
+        "mrr@3        0.3750\n"
+        "ndcg@3       0.3467\n"
+        "hit_rate@3   0.5000\n"
+        "no relevant source in the top 3: q3\n"
+        "judged with no relevant source (scored 0): q4"
+    )
+
+
+def test_table_of_one_perfect_query() -> None:
+    assert format_table(result(row("only", [2], [2], 1), k=1), "kb") == (
+        "kb: 1 query, k = 1\n"
+        "metric        value\n"
+        "recall@1     1.0000\n"
+        "precision@1  1.0000\n"
+        "mrr@1        1.0000\n"
+        "ndcg@1       1.0000\n"
+        "hit_rate@1   1.0000"
+    )
+
+
+def test_comparison_is_pinned_with_signed_differences() -> None:
+    # q2 in BETTER: both relevant at ranks 1-2 -> recall 1, precision 2/3, mrr 1, ndcg 1.
+    # mean recall 0.5 (+0.125), precision 0.25 (+0.0833), mrr 0.5 (+0.125),
+    # ndcg 0.5 (+0.15329), hit rate 0.5 (+0).
+    assert format_comparison(BASELINE, BETTER, "local.yaml", "minilm.yaml") == (
+        "4 queries, k = 3\n"
+        "metric       local.yaml  minilm.yaml  difference\n"
+        "recall@3         0.3750       0.5000     +0.1250\n"
+        "precision@3      0.1667       0.2500     +0.0833\n"
+        "mrr@3            0.3750       0.5000     +0.1250\n"
+        "ndcg@3           0.3467       0.5000     +0.1533\n"
+        "hit_rate@3       0.5000       0.5000     +0.0000"
+    )
+    reverse = format_comparison(BETTER, BASELINE, "B", "A").splitlines()
+    assert reverse[2] == "recall@3     0.5000  0.3750     -0.1250"
+
+
+def test_comparison_needs_the_same_queries_and_k() -> None:
+    with pytest.raises(ValueError, match="k = 3 with k = 1"):
+        format_comparison(BASELINE, result(row("q1", [1], [1], 1), k=1), "a", "b")
+    with pytest.raises(ValueError, match="different query sets"):
+        format_comparison(BASELINE, result(row("q1", [1], [1], 3)), "a", "b")
+
+
+def test_missed_thresholds_name_metric_value_and_threshold() -> None:
+    thresholds = EvaluationThresholds(recall=0.5, precision=0.1, mrr=0.3, ndcg=0.35, hit_rate=0.9)
+    # precision 0.1667 >= 0.1 and mrr 0.375 >= 0.3 are met; the other three are not.
+    assert check_thresholds(BASELINE, thresholds) == [
+        "recall@3 = 0.38 < 0.50",
+        "ndcg@3 = 0.347 < 0.350",
+        "hit_rate@3 = 0.50 < 0.90",
+    ]
+
+
+def test_values_that_round_alike_get_more_decimals() -> None:
+    # ndcg 0.34671 against 0.35: two decimals would print "0.35 < 0.35".
+    assert check_thresholds(BASELINE, {"ndcg": 0.35}) == ["ndcg@3 = 0.347 < 0.350"]
+    # precision 1/6 = 0.1666667 against 0.16667: they differ from the sixth decimal.
+    assert check_thresholds(BASELINE, {"precision": 0.16667}) == [
+        "precision@3 = 0.166667 < 0.166670"
+    ]
+
+
+def test_met_thresholds_and_float_noise() -> None:
+    assert check_thresholds(BASELINE, EvaluationThresholds()) == []
+    assert check_thresholds(BASELINE, {"recall": 0.375, "hit_rate": 0.5, "mrr": None}) == []
+    # Three queries at 0.1 average to 0.30000000000000004 or 0.29999999999999993 by
+    # summation order; either meets a threshold of 0.3.
+    noisy = EvaluationResult(k=1, queries=[], metrics=dict.fromkeys(BASELINE.metrics, 0.3 - 1e-16))
+    assert check_thresholds(noisy, dict.fromkeys(BASELINE.metrics, 0.3)) == []
+
+
+def test_unknown_threshold_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown metric"):
+        check_thresholds(BASELINE, {"map": 0.5})
+
+
+def test_as_dict_is_json() -> None:
+    data = json.loads(json.dumps(BASELINE.as_dict()))
+    assert data["k"] == 3
+    assert data["query_count"] == 4
+    assert data["no_relevant_count"] == 1
+    assert data["metrics"]["recall"] == 0.375
+    assert data["queries"][1]["ranking"][1] == {"source": "q2-1.md", "grade": 1, "score": 0.9}
