@@ -20,9 +20,15 @@ from pydantic import ValidationError as PydanticValidationError
 from .._errors import ConfigError, ConfigIssue
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import KIND_MARKER, pipeline_schema
-from ._spec import ComponentBlock, KnowledgeBaseSpec, PipelineSpec
-from ._yaml import JsonPath, Locations, load_yaml
+from ._spec import KnowledgeBaseSpec, PipelineSpec
+from ._yaml import JsonPath, Locations, format_path, load_yaml
 
+# The sections of named blocks, and the kind of block each holds.
+_SECTIONS: dict[str, Kind] = {
+    "vector_stores": "vector_store",
+    "embeddings": "embedding",
+    "chat_models": "chat_model",
+}
 _SECRET_WORDS = re.compile(r"(api_?key|password|passwd|secret|token|dsn|uri)$", re.IGNORECASE)
 
 
@@ -50,30 +56,47 @@ def display_path(path: Path) -> str:
 def check_file(
     path: str | Path, registry: Registry | None = None
 ) -> tuple[LoadedPipeline | None, list[ConfigIssue]]:
-    """Validate one pipeline file; return it (when valid) and every issue found."""
+    """Validate one pipeline file; return it (when valid) and every issue found, in file order.
+
+    The checks that can run side by side do: a file with a bad parameter, a
+    misspelt key and a knowledge base naming an undefined store gets all three.
+    """
     registry = registry or default_registry()
     path = Path(path)
     data, locations, issues = load_yaml(path, display_path(path))
-    if issues:
+    if data is None and issues:  # a syntax error: there is no document to check
         return None, issues
+    if not isinstance(data, dict):
+        return None, [locations.issue((), _not_a_mapping(data))]
     schema = pipeline_schema(registry)
     validator = Draft202012Validator(schema)
-    issues = _deduplicate(
+    reported = {issue.path for issue in issues}  # e.g. an unset ${VAR}: say it once
+    issues += _deduplicate(
         issue
-        for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        for error in validator.iter_errors(data)
         for issue in _schema_issues(error, schema, locations, registry)
+        if issue.path not in reported
     )
-    if issues:
-        return None, issues
-    try:
-        spec = PipelineSpec.model_validate(data)
-    except PydanticValidationError as exc:
-        return None, _pydantic_issues(exc, (), locations)
-    issues = list(_parameter_issues(spec, locations, registry))
-    issues += _reference_issues(spec, locations, registry)
-    if issues:
-        return None, issues
-    return LoadedPipeline(spec.model_copy(), path.resolve(), locations), []
+    issues += _parameter_issues(data, locations, registry, checked=issues)
+    issues += _reference_issues(data, locations)
+    if not issues:
+        try:
+            spec = PipelineSpec.model_validate(data)
+        except PydanticValidationError as exc:  # the schema should have said it; say it here
+            issues = _pydantic_issues(exc, (), locations)
+        else:
+            issues = _collection_issues(spec, locations, registry)
+            if not issues:
+                return LoadedPipeline(spec, path.resolve(), locations), []
+    return None, sorted(issues, key=lambda issue: (issue.line, issue.column, issue.path))
+
+
+def _not_a_mapping(data: Any) -> str:
+    expected = "expected a mapping with `version` and `knowledge_bases`"
+    if data is None:
+        return f"the file is empty; {expected}"
+    what = "a list" if isinstance(data, list) else f"{type(data).__name__} {data!r}"
+    return f"{expected}, got {what}"
 
 
 def load_pipeline(path: str | Path, registry: Registry | None = None) -> LoadedPipeline:
@@ -197,87 +220,106 @@ def _pydantic_issues(
     return issues
 
 
-def _blocks(spec: PipelineSpec) -> Iterator[tuple[JsonPath, ComponentBlock]]:
-    """Every component block in the file, with its path."""
-    for section in ("vector_stores", "embeddings", "chat_models"):
-        for name, block in getattr(spec, section).items():
-            yield (section, name), block
-    for i, kb in enumerate(spec.knowledge_bases):
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _blocks(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Kind, dict[str, Any]]]:
+    """Every component block written in the file, with its path and kind.
+
+    It reads the plain data, not the typed spec, so it runs beside the schema's errors.
+    """
+    for section, kind in _SECTIONS.items():
+        for name, block in _mapping(data.get(section)).items():
+            yield (section, name), kind, block
+    for i, kb in enumerate(_sequence(data.get("knowledge_bases"))):
+        kb = _mapping(kb)
         base: JsonPath = ("knowledge_bases", i)
-        for j, parser in enumerate(kb.parsers):
-            yield (*base, "parsers", j), parser
-        yield (*base, "chunker"), kb.chunker
-        for field in ("embedding", "vector_store"):
-            value = getattr(kb, field)
-            if isinstance(value, ComponentBlock):
-                yield (*base, field), value
-    for i, middleware in enumerate(spec.middlewares):
-        if isinstance(middleware.rerank_model, ComponentBlock):
-            yield ("middlewares", i, "rerank_model"), middleware.rerank_model
+        for j, parser in enumerate(_sequence(kb.get("parsers"))):
+            yield (*base, "parsers", j), "parser", parser
+        yield (*base, "chunker"), "chunker", kb.get("chunker")
+        yield (*base, "embedding"), "embedding", kb.get("embedding")
+        yield (*base, "vector_store"), "vector_store", kb.get("vector_store")
+    for i, middleware in enumerate(_sequence(data.get("middlewares"))):
+        yield ("middlewares", i), "middleware", middleware
+        yield (
+            ("middlewares", i, "rerank_model"),
+            "chat_model",
+            _mapping(middleware).get("rerank_model"),
+        )
 
 
 def _parameter_issues(
-    spec: PipelineSpec, locations: Locations, registry: Registry
-) -> Iterator[ConfigIssue]:
-    """Rules a JSON Schema cannot state (``overlap < chunk_size``), from the Pydantic models."""
-    checks: list[tuple[JsonPath, Kind, str, dict[str, Any]]] = [
-        (path, block.kind, block.type, block.parameters) for path, block in _blocks(spec)
-    ]
-    checks += [
-        (("middlewares", i), "middleware", m.type, m.parameters)
-        for i, m in enumerate(spec.middlewares)
-    ]
-    for path, kind, name, parameters in checks:
-        model: type[BaseModel] = registry.get(kind, name).parameters_model
-        try:
-            model.model_validate(parameters)
-        except PydanticValidationError as exc:
-            yield from _pydantic_issues(exc, (*path, "parameters"), locations)
-
-
-def _reference_issues(
-    spec: PipelineSpec, locations: Locations, registry: Registry
+    data: dict[str, Any], locations: Locations, registry: Registry, checked: list[ConfigIssue]
 ) -> list[ConfigIssue]:
+    """Rules a JSON Schema cannot state (``overlap < chunk_size``), from the Pydantic models.
+
+    Only blocks the schema found no fault in: their own messages say it better.
+    """
+    faulty = {issue.path for issue in checked}
+    issues = []
+    for path, kind, block in _blocks(data):
+        if not isinstance(block, dict) or block.get("type") not in registry.names(kind):
+            continue  # a reference by name, or a block the schema already reported
+        where = format_path(path)
+        if any(f == where or f.startswith((f"{where}.", f"{where}[")) for f in faulty):
+            continue
+        model: type[BaseModel] = registry.get(kind, block["type"]).parameters_model
+        try:
+            model.model_validate(block.get("parameters", {}))
+        except PydanticValidationError as exc:
+            issues += _pydantic_issues(exc, (*path, "parameters"), locations)
+    return issues
+
+
+def _reference_issues(data: dict[str, Any], locations: Locations) -> list[ConfigIssue]:
+    """Names that must be defined once: knowledge bases, and the blocks they refer to."""
     issues: list[ConfigIssue] = []
     seen: dict[str, int] = {}
-    for i, kb in enumerate(spec.knowledge_bases):
+    defined = {section: sorted(_mapping(data.get(section))) for section in _SECTIONS}
+    for i, kb in enumerate(_sequence(data.get("knowledge_bases"))):
+        kb = _mapping(kb)
         where: JsonPath = ("knowledge_bases", i)
-        if kb.name in seen:
+        name = kb.get("name")
+        if isinstance(name, str) and name in seen:
             issues.append(
                 locations.issue(
                     (*where, "name"),
-                    f"duplicate knowledge base name {kb.name!r} (first at knowledge_bases[{seen[kb.name]}])",
+                    f"duplicate knowledge base name {name!r} (first at knowledge_bases[{seen[name]}])",
                 )
             )
-        seen.setdefault(kb.name, i)
+        elif isinstance(name, str):
+            seen[name] = i
         for field, section in (("embedding", "embeddings"), ("vector_store", "vector_stores")):
-            name = getattr(kb, field)
-            if isinstance(name, str) and name not in getattr(spec, section):
+            reference = kb.get(field)
+            if isinstance(reference, str) and reference not in defined[section]:
                 issues.append(
                     locations.issue(
-                        (*where, field),
-                        _undefined(name, section, sorted(getattr(spec, section))),
+                        (*where, field), _undefined(reference, section, defined[section])
                     )
                 )
-    for i, middleware in enumerate(spec.middlewares):
-        for j, name in enumerate(middleware.knowledge_bases):
-            if name not in seen:
+    for i, middleware in enumerate(_sequence(data.get("middlewares"))):
+        middleware = _mapping(middleware)
+        for j, name in enumerate(_sequence(middleware.get("knowledge_bases"))):
+            if isinstance(name, str) and name not in seen:
                 issues.append(
                     locations.issue(
                         ("middlewares", i, "knowledge_bases", j),
                         _undefined(name, "knowledge_bases", sorted(seen)),
                     )
                 )
-        rerank = middleware.rerank_model
-        if isinstance(rerank, str) and rerank not in spec.chat_models:
+        rerank = middleware.get("rerank_model")
+        if isinstance(rerank, str) and rerank not in defined["chat_models"]:
             issues.append(
                 locations.issue(
                     ("middlewares", i, "rerank_model"),
-                    _undefined(rerank, "chat_models", sorted(spec.chat_models)),
+                    _undefined(rerank, "chat_models", defined["chat_models"]),
                 )
             )
-    if not issues:
-        issues += _collection_issues(spec, locations, registry)
     return issues
 
 

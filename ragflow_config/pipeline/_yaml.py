@@ -26,6 +26,9 @@ class Locations:
     file: str
     values: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
     keys: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    # Strings that came from the environment, as written in the file: messages echo
+    # values, and a variable may hold a secret, so issues show the reference instead.
+    from_environment: dict[JsonPath, tuple[str, str]] = field(default_factory=dict)
 
     def of_value(self, path: JsonPath) -> tuple[int, int]:
         """The position of the node at ``path``, or of its nearest ancestor that exists."""
@@ -41,6 +44,9 @@ class Locations:
 
     def issue(self, path: JsonPath, message: str, *, at_key: bool = False) -> ConfigIssue:
         line, column = self.of_key(path) if at_key else self.of_value(path)
+        for where, (written, value) in self.from_environment.items():
+            if where[: len(path)] == path:
+                message = message.replace(repr(value), repr(written))
         return ConfigIssue(self.file, line, column, format_path(path), message)
 
 
@@ -70,11 +76,10 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
         return (
             None,
             locations,
-            [ConfigIssue(display_name, line, column, "", f"YAML syntax: {problem}")],
+            [ConfigIssue(display_name, line, column, "", f"YAML syntax: {_syntax_message(exc)}")],
         )
     except YAMLError as exc:
         return None, locations, [ConfigIssue(display_name, 1, 1, "", f"YAML syntax: {exc}")]
@@ -84,15 +89,41 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
     return data, locations, issues
 
 
+def _syntax_message(exc: MarkedYAMLError) -> str:
+    """ruamel's problem first, then what it was parsing and where that started."""
+    message = exc.problem or exc.context or "invalid YAML"
+    if "'\\t'" in message:
+        message += "; indent with spaces, not tabs"
+    if exc.problem and exc.context:
+        mark = exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        message += f" ({exc.context}{where})"
+    return message
+
+
+def _positions(node: CommentedMap, key: Any) -> tuple[int, int, int, int]:
+    """Key line, key column, value line, value column (0-based) of ``key``.
+
+    A key merged in with ``<<: *anchor`` is written in the anchored mapping.
+    """
+    own = node.lc.data or {}  # None when every key is merged in
+    if key in own:
+        key_line, key_column, value_line, value_column = own[key]
+        return key_line, key_column, value_line, value_column
+    for merged in getattr(node, "merge", None) or []:
+        if isinstance(merged, CommentedMap) and key in merged:
+            return _positions(merged, key)
+    return node.lc.line, node.lc.col, node.lc.line, node.lc.col
+
+
 def _plain(node: Any, path: JsonPath, locations: Locations, issues: list[ConfigIssue]) -> Any:
     """Plain Python data from ruamel's nodes, recording positions and expanding ``${VAR}``."""
     if isinstance(node, CommentedMap):
         result: dict[str, Any] = {}
         for key in node:
-            line, column = node.lc.key(key)
+            line, column, value_line, value_column = _positions(node, key)
             child: JsonPath = (*path, str(key))
             locations.keys[child] = (line + 1, column + 1)
-            value_line, value_column = node.lc.value(key)
             locations.values[child] = (value_line + 1, value_column + 1)
             if not isinstance(key, str):
                 issues.append(
@@ -122,11 +153,13 @@ def _expand(text: str, path: JsonPath, locations: Locations, issues: list[Config
     """
     if "$" not in text:
         return text
+    variables: list[str] = []
 
     def replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
         name, default = match.group(1), match.group(2)
+        variables.append(name)
         value = os.environ.get(name)
         if value is None or (value == "" and default is not None):
             if default is None:
@@ -143,8 +176,13 @@ def _expand(text: str, path: JsonPath, locations: Locations, issues: list[Config
 
     expanded = _REFERENCE.sub(replace, text)
     whole = _REFERENCE.fullmatch(text)
-    if whole and whole.group(0) != "$$":
-        typed = YAML(typ="safe", pure=True).load(expanded) if expanded.strip() else expanded
+    if whole and whole.group(0) != "$$" and expanded.strip():
+        try:
+            typed = YAML(typ="safe", pure=True).load(expanded)
+        except YAMLError:  # the value is text that is not a YAML scalar, e.g. "[abc"
+            typed = None
         if isinstance(typed, (int, float, bool)):
             return typed
+    if variables:
+        locations.from_environment[path] = (text, expanded)
     return expanded
