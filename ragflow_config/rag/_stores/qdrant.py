@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 import uuid
 from types import TracebackType
 from typing import Any, Literal
@@ -10,12 +12,13 @@ from pydantic import Field, model_validator
 
 from ..._component import RELATIVE_PATH, ComponentParameters
 from ..._errors import VectorStoreError
-from ...credential import QdrantCredential
 from ..._extras import require
+from ...credential import QdrantCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .base import VectorStoreBase, flatten_filter, record_id, summarize, with_retries
 
 _SCROLL_PAGE = 512
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class QdrantStore(VectorStoreBase):
@@ -47,6 +50,12 @@ class QdrantStore(VectorStoreBase):
         )
         batch_size: int = Field(default=256, ge=1, description="Points per upsert request.")
         timeout: float = Field(default=30.0, gt=0, description="Seconds per server request.")
+        max_retries: int = Field(
+            default=3,
+            ge=0,
+            le=10,
+            description="Retries of an idempotent request that could not reach the server.",
+        )
 
         @model_validator(mode="after")
         def _one_deployment(self) -> QdrantStore.Parameters:
@@ -82,7 +91,7 @@ class QdrantStore(VectorStoreBase):
                 {"api_key": p.api_key_env}
             )
             api_key = credential.api_key.get_secret_value() if credential.api_key else None
-            kwargs: dict[str, Any] = {"url": p.url, "api_key": api_key, "timeout": int(p.timeout)}
+            kwargs: dict[str, Any] = {"url": p.url, "api_key": api_key, "timeout": math.ceil(p.timeout)}
         elif p.path is not None:
             kwargs = {"path": p.path}
         else:
@@ -110,39 +119,66 @@ class QdrantStore(VectorStoreBase):
         return self._client
 
     async def _call(self, operation: Any) -> Any:
-        from qdrant_client.http.exceptions import ResponseHandlingException
+        """Run a request; retry a server that cannot be reached, report one that refuses."""
+        import httpx
+        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-        try:
-            import httpx
+        local = self.parameters.url is None
+        # The local engine refuses bad input (a wrong vector length, a missing
+        # collection) with ValueError; a server answers with an error status.
+        refused = (ValueError, UnexpectedResponse) if local else (UnexpectedResponse,)
 
-            transient: tuple[type[BaseException], ...] = (
-                ResponseHandlingException, httpx.TransportError, ConnectionError, TimeoutError,
-            )
-        except ImportError:  # pragma: no cover - httpx is a core dependency
-            transient = (ResponseHandlingException, ConnectionError, TimeoutError)
-        attempts = 4 if self.parameters.url is not None else 1
+        async def attempt() -> Any:
+            try:
+                return await operation()
+            except refused as exc:
+                raise VectorStoreError(self.store_name, f"{type(exc).__name__}: {exc}") from exc
+
         return await with_retries(
-            self.store_name, operation, retry_on=transient, attempts=attempts
+            self.store_name,
+            attempt,
+            retry_on=(ResponseHandlingException, httpx.TransportError, ConnectionError, TimeoutError),
+            attempts=1 if local else self.parameters.max_retries + 1,
         )
 
     def _models(self) -> Any:
         return require("qdrant_client.models", "qdrant")
 
-    def _filter(self, metadata_filter: dict[str, Any] | None, document_id: str | None = None) -> Any:
+    def _filter(
+        self,
+        metadata_filter: dict[str, Any] | None,
+        document_id: str | None = None,
+        chunk_indexes: range | None = None,
+    ) -> Any:
         models = self._models()
         conditions = []
         if document_id is not None:
             conditions.append(
                 models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))
             )
+        if chunk_indexes is not None:
+            conditions.append(
+                models.FieldCondition(
+                    key="chunk.chunk_index",
+                    range=models.Range(gte=chunk_indexes.start, lt=chunk_indexes.stop),
+                )
+            )
         for path, value in flatten_filter(metadata_filter):
-            key = "chunk.metadata." + ".".join(path)
+            key = "chunk.metadata." + ".".join(self._key(part) for part in path)
             if isinstance(value, float):
                 condition = models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
             else:
                 condition = models.FieldCondition(key=key, match=models.MatchValue(value=value))
             conditions.append(condition)
         return models.Filter(must=conditions) if conditions else None
+
+    def _key(self, key: str) -> str:
+        """One step of a payload path: a key with '.', '[' or the like goes in quotes."""
+        if _PLAIN_KEY.match(key):
+            return key
+        if '"' in key:
+            raise ValueError(f'{self.store_name}: a metadata_filter key cannot contain \'"\'')
+        return f'"{key}"'
 
     async def create_collection(self, name: str, dimensions: int) -> None:
         if await self.has_collection(name):
@@ -223,12 +259,13 @@ class QdrantStore(VectorStoreBase):
     ) -> list[VectorSearchResult]:
         if top_k <= 0:
             return []
+        query_filter = self._filter(metadata_filter)
         response = await self._call(
             lambda: self.client.query_points(
                 collection_name=collection,
                 query=query_vector,
                 limit=top_k,
-                query_filter=self._filter(metadata_filter),
+                query_filter=query_filter,
                 with_payload=True,
             )
         )
@@ -279,12 +316,10 @@ class QdrantStore(VectorStoreBase):
     ) -> list[Chunk]:
         if limit <= 0:
             return []
-        points = await self._scroll(collection, self._filter(metadata_filter, document_id))
-        chunks = sorted(
-            (Chunk.model_validate(p.payload["chunk"]) for p in points),
-            key=lambda chunk: chunk.chunk_index,
-        )
-        return [c for c in chunks if offset <= c.chunk_index < offset + limit]
+        window = range(offset, offset + limit)
+        points = await self._scroll(collection, self._filter(metadata_filter, document_id, window))
+        chunks = (Chunk.model_validate(p.payload["chunk"]) for p in points)
+        return sorted(chunks, key=lambda chunk: chunk.chunk_index)
 
 
 def _point_id(document_id: str, chunk_index: int) -> str:

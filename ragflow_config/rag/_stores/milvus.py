@@ -1,0 +1,428 @@
+"""Milvus: a local Milvus Lite file (embedded, no server) or a Milvus server."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+from pydantic import Field, field_validator
+
+from ..._component import ComponentParameters
+from ..._errors import VectorStoreError
+from ..._extras import require
+from ...credential import MilvusCredential
+from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from .base import FilterPair, VectorStoreBase, flatten_filter, record_id, summarize, with_retries
+
+T = TypeVar("T")
+
+_METRICS = {"cosine": "COSINE", "dot": "IP", "euclidean": "L2"}
+_SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
+# Milvus Lite's own rules for the database file name.
+_LITE_FILE_NAME = re.compile(r"^[A-Za-z0-9.\-_]{1,36}$")
+_COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+# A query returns at most 16384 rows; larger reads page through the primary key.
+_QUERY_PAGE = 4096
+_MAX_VARCHAR = 65535
+
+# Milvus Lite runs one server process per file, shared by every client in this
+# process; the last store to leave releases it.
+_lite_users: Counter[str] = Counter()
+_lite_lock = threading.Lock()
+
+
+class MilvusLiteStore(VectorStoreBase):
+    """A Milvus collection per knowledge base.
+
+    ``uri`` is a local ``.db`` file (Milvus Lite, started in-process) or a
+    Milvus server (``http://host:19530``), whose token is ``credential`` or the
+    variable ``token_env``. Each entity carries the chunk, its metadata as a
+    JSON field, and a hash of the document id, so filters are native
+    expressions in which no document id or filter value can change the syntax.
+    """
+
+    class Parameters(ComponentParameters):
+        uri: str = Field(
+            default="./ragflow_milvus.db",
+            description="A local Milvus Lite file ending in .db, or a server URI (http://host:19530).",
+        )
+        token_env: str = Field(
+            default="MILVUS_TOKEN",
+            description="Environment variable holding a Milvus server's token, if it needs one.",
+        )
+        distance: Literal["cosine", "dot", "euclidean"] = Field(
+            default="cosine", description="Similarity metric of new collections."
+        )
+        batch_size: int = Field(default=256, ge=1, description="Entities per upsert request.")
+        timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
+        max_retries: int = Field(
+            default=3,
+            ge=0,
+            le=10,
+            description="Retries of an idempotent call that could not reach the server.",
+        )
+
+        @field_validator("uri")
+        @classmethod
+        def _lite_file_name(cls, uri: str) -> str:
+            if uri.startswith(_SERVER_SCHEMES):
+                return uri
+            name = Path(uri).name
+            if not name.endswith(".db"):
+                raise ValueError(f"a Milvus Lite file must end in .db, got {uri!r}")
+            if not _LITE_FILE_NAME.match(name):
+                raise ValueError(
+                    f"Milvus Lite file names are at most 36 letters, digits, '.', '-' or '_'; "
+                    f"got {name!r}"
+                )
+            return uri
+
+    parameters: Parameters
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: MilvusCredential | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        self._credential = credential
+        self._client: Any = None
+        self._lite_path: str | None = None
+
+    @property
+    def store_name(self) -> str:
+        return f"MilvusLiteStore({self.parameters.uri})"
+
+    @property
+    def is_lite(self) -> bool:
+        return not self.parameters.uri.startswith(_SERVER_SCHEMES)
+
+    async def __aenter__(self) -> MilvusLiteStore:
+        pymilvus = require("pymilvus", "milvus")
+        p = self.parameters
+        if self.is_lite:
+            require("milvus_lite", "milvus")
+            path = Path(p.uri).expanduser().resolve()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._lite_path = str(path)
+            with _lite_lock:
+                _lite_users[self._lite_path] += 1
+            try:
+                # Starting the embedded server blocks for about half a second.
+                self._client = await asyncio.to_thread(
+                    pymilvus.AsyncMilvusClient, uri=self._lite_path, timeout=p.timeout
+                )
+            except pymilvus.exceptions.MilvusException as exc:
+                self._release_lite()
+                raise VectorStoreError(
+                    self.store_name,
+                    f"cannot start Milvus Lite on {path} (is another process using it?): "
+                    f"{exc.message}",
+                ) from exc
+        else:
+            credential = self._credential or MilvusCredential.from_environment(
+                {"token": p.token_env}
+            )
+            token = credential.token.get_secret_value() if credential.token else ""
+            self._client = pymilvus.AsyncMilvusClient(uri=p.uri, token=token, timeout=p.timeout)
+        try:
+            await self._call(lambda client: client.list_collections(timeout=p.timeout))
+        except BaseException:
+            await self._close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._close()
+
+    async def _close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+        self._release_lite()
+
+    def _release_lite(self) -> None:
+        if self._lite_path is None:
+            return
+        path, self._lite_path = self._lite_path, None
+        with _lite_lock:
+            _lite_users[path] -= 1
+            if _lite_users[path] > 0:
+                return
+            del _lite_users[path]
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(path)
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
+        return self._client
+
+    async def _call(self, operation: Callable[[Any], Awaitable[T]]) -> T:
+        """Run an idempotent request, retrying while the server is unreachable."""
+        from pymilvus.exceptions import MilvusException
+
+        async def attempt() -> T:
+            try:
+                return await operation(self.client)
+            except MilvusException as exc:
+                if _unreachable(exc):
+                    raise ConnectionError(exc.message) from exc
+                raise VectorStoreError(self.store_name, exc.message) from exc
+
+        attempts = 1 if self.is_lite else self.parameters.max_retries + 1
+        return await with_retries(
+            self.store_name,
+            attempt,
+            retry_on=(ConnectionError, TimeoutError),
+            attempts=attempts,
+        )
+
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        if not _COLLECTION_NAME.match(name):
+            raise VectorStoreError(
+                self.store_name,
+                f"invalid collection name {name!r}: use letters, digits and '_', "
+                "not starting with a digit, at most 255 characters",
+            )
+        timeout = self.parameters.timeout
+        if await self.has_collection(name):
+            # A server may have restarted with the collection released.
+            await self._call(lambda client: client.load_collection(name, timeout=timeout))
+            return
+        pymilvus = require("pymilvus", "milvus")
+        DataType = pymilvus.DataType
+        schema = pymilvus.AsyncMilvusClient.create_schema(
+            auto_id=False, enable_dynamic_field=False
+        )
+        schema.add_field("id", DataType.VARCHAR, max_length=64, is_primary=True)
+        schema.add_field("document_key", DataType.VARCHAR, max_length=64)
+        schema.add_field("document_id", DataType.VARCHAR, max_length=_MAX_VARCHAR)
+        schema.add_field("chunk_index", DataType.INT64)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimensions)
+        schema.add_field("chunk", DataType.JSON)
+        schema.add_field("metadata", DataType.JSON)
+        index_params = pymilvus.AsyncMilvusClient.prepare_index_params()
+        index_params.add_index(
+            field_name="vector",
+            index_type="AUTOINDEX",
+            metric_type=_METRICS[self.parameters.distance],
+        )
+        # Passing the index makes Milvus build and load the collection.
+        await self._call(
+            lambda client: client.create_collection(
+                name, schema=schema, index_params=index_params, timeout=timeout
+            )
+        )
+
+    async def delete_collection(self, name: str) -> None:
+        if await self.has_collection(name):
+            await self._call(
+                lambda client: client.drop_collection(name, timeout=self.parameters.timeout)
+            )
+
+    async def has_collection(self, name: str) -> bool:
+        return bool(
+            await self._call(
+                lambda client: client.has_collection(name, timeout=self.parameters.timeout)
+            )
+        )
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        if not await self.has_collection(name):
+            return None
+        description = await self._call(
+            lambda client: client.describe_collection(name, timeout=self.parameters.timeout)
+        )
+        for field in description["fields"]:
+            if field["name"] == "vector":
+                return int(field["params"]["dim"])
+        raise VectorStoreError(self.store_name, f"collection {name!r} has no vector field")
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        for record in records:
+            if len(record.document_id.encode()) > _MAX_VARCHAR:
+                raise VectorStoreError(
+                    self.store_name, f"document_id is longer than {_MAX_VARCHAR} bytes"
+                )
+        size = self.parameters.batch_size
+        for start in range(0, len(records), size):
+            rows = [_row(record) for record in records[start : start + size]]
+            await self._call(
+                lambda client, rows=rows: client.upsert(
+                    collection, rows, timeout=self.parameters.timeout
+                )
+            )
+
+    async def delete(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> None:
+        expression = self._expression(metadata_filter, document_id)
+        await self._call(
+            lambda client: client.delete(
+                collection, filter=expression, timeout=self.parameters.timeout
+            )
+        )
+
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        if top_k <= 0:
+            return []
+        distance = self.parameters.distance
+        hits = await self._call(
+            lambda client: client.search(
+                collection,
+                data=[query_vector],
+                filter=self._expression(metadata_filter),
+                limit=top_k,
+                output_fields=["document_id", "chunk"],
+                anns_field="vector",
+                search_params={"metric_type": _METRICS[distance]},
+                timeout=self.parameters.timeout,
+            )
+        )
+        results = [
+            VectorSearchResult(
+                score=_score(distance, float(hit["distance"])),
+                document_id=hit["entity"]["document_id"],
+                chunk=Chunk.model_validate(hit["entity"]["chunk"]),
+            )
+            for hit in hits[0]
+        ]
+        results.sort(key=lambda result: result.score, reverse=True)
+        return results
+
+    async def _query_all(self, collection: str, expression: str, fields: list[str]) -> list[Any]:
+        """Every row matching ``expression``, paged by primary key."""
+        rows: list[Any] = []
+        last_id: str | None = None
+        while True:
+            page_filter = expression
+            if last_id is not None:
+                after = f'id > "{last_id}"'  # ids are hex digests: nothing to escape
+                page_filter = f"({expression}) and {after}" if expression else after
+            page = await self._call(
+                lambda client, page_filter=page_filter: client.query(
+                    collection,
+                    filter=page_filter,
+                    output_fields=["id", *fields],
+                    limit=_QUERY_PAGE,
+                    timeout=self.parameters.timeout,
+                    # As pymilvus's own query iterator does: the server then
+                    # returns the lowest ids in order, which keyset paging needs.
+                    iterator="True",
+                    reduce_stop_for_best="True",
+                )
+            )
+            rows.extend(page)
+            if len(page) < _QUERY_PAGE:
+                return rows
+            last_id = max(row["id"] for row in page)
+
+    async def list_documents(
+        self, collection: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[DocumentSummary]:
+        rows = await self._query_all(
+            collection, self._expression(metadata_filter), ["document_id", "chunk"]
+        )
+        return summarize((row["document_id"], Chunk.model_validate(row["chunk"])) for row in rows)
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[Chunk]:
+        if limit <= 0:
+            return []
+        window = f"chunk_index >= {int(offset)} and chunk_index < {int(offset) + int(limit)}"
+        expression = f"{self._expression(metadata_filter, document_id)} and {window}"
+        rows = await self._query_all(collection, expression, ["chunk"])
+        chunks = [Chunk.model_validate(row["chunk"]) for row in rows]
+        return sorted(chunks, key=lambda chunk: chunk.chunk_index)
+
+    def _expression(
+        self, metadata_filter: dict[str, Any] | None, document_id: str | None = None
+    ) -> str:
+        clauses = [_metadata_clause(self.store_name, pair) for pair in flatten_filter(metadata_filter)]
+        if document_id is not None:
+            clauses.insert(0, f'document_key == "{_document_key(document_id)}"')
+        return " and ".join(clauses)
+
+
+def _row(record: VectorRecord) -> dict[str, Any]:
+    chunk = record.chunk.model_dump(mode="json")
+    return {
+        "id": record_id(record.document_id, record.chunk.chunk_index),
+        "document_key": _document_key(record.document_id),
+        "document_id": record.document_id,
+        "chunk_index": record.chunk.chunk_index,
+        "vector": record.vector,
+        "chunk": chunk,
+        "metadata": chunk["metadata"],
+    }
+
+
+def _document_key(document_id: str) -> str:
+    return hashlib.sha256(document_id.encode()).hexdigest()
+
+
+def _metadata_clause(store: str, pair: FilterPair) -> str:
+    path, value = pair
+    # Milvus decodes JSON escapes in a key, so json.dumps quotes keys exactly.
+    key = "".join(f"[{json.dumps(part, ensure_ascii=False)}]" for part in path)
+    return f"metadata{key} == {_literal(store, value)}"
+
+
+def _literal(store: str, value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    # A value literal decodes only \\ and \" (measured on Milvus Lite 2.5.1:
+    # "\t" stays two characters), and a raw line break is a syntax error.
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"{store}: a metadata_filter value cannot contain a line break")
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _score(distance: str, reported: float) -> float:
+    # Milvus reports L2 as the squared distance.
+    return -math.sqrt(max(reported, 0.0)) if distance == "euclidean" else reported
+
+
+def _unreachable(exc: Any) -> bool:
+    import grpc
+    from pymilvus.client.types import Status
+
+    return exc.code in (
+        Status.CONNECT_FAILED,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    )

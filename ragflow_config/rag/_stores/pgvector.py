@@ -1,0 +1,427 @@
+"""PostgreSQL with pgvector: one table per knowledge base."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+from pydantic import Field
+
+from ..._component import ComponentParameters
+from ..._errors import VectorStoreError
+from ..._extras import require
+from ...credential import PostgresCredential
+from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from .base import VectorStoreBase, flatten_filter, with_retries
+
+T = TypeVar("T")
+
+# distance -> (operator, operator class, score as SQL over the operator's value)
+_METRICS = {
+    "cosine": ("<=>", "vector_cosine_ops", "1 - ({})"),
+    "dot": ("<#>", "vector_ip_ops", "-({})"),
+    "euclidean": ("<->", "vector_l2_ops", "-({})"),
+}
+_MAX_IDENTIFIER_BYTES = 63  # PostgreSQL silently truncates longer names
+_MAX_EF_SEARCH = 1000
+
+
+class PgVectorStore(VectorStoreBase):
+    """A PostgreSQL table per knowledge base, searched through an HNSW index.
+
+    Columns: ``document_id`` and ``chunk_index`` (the primary key), ``embedding
+    vector(n)``, ``chunk jsonb`` and ``metadata jsonb`` under a GIN index;
+    ``metadata_filter`` is JSON containment, which nests naturally. The DSN is
+    ``credential``, or else read from the variable ``dsn_env``.
+
+    The store holds one connection and runs one statement at a time on it
+    (an ``asyncio.Lock``): each call is a few milliseconds of database work,
+    so a pool would add a dependency and more server connections for little
+    gain, and a single connection makes every call's transaction explicit.
+    A broken connection is reopened on the next attempt.
+    """
+
+    class Parameters(ComponentParameters):
+        dsn_env: str = Field(
+            default="PGVECTOR_DSN",
+            description="Environment variable holding the connection string "
+            "(postgresql://user:password@host:5432/database).",
+        )
+        distance: Literal["cosine", "dot", "euclidean"] = Field(
+            default="cosine", description="Similarity metric of new tables."
+        )
+        batch_size: int = Field(default=256, ge=1, description="Rows per insert round trip.")
+        timeout: float = Field(
+            default=30.0, gt=0, description="Seconds to connect, and per statement."
+        )
+        max_retries: int = Field(
+            default=3,
+            ge=0,
+            le=10,
+            description="Retries of an idempotent call that could not reach the server.",
+        )
+
+    parameters: Parameters
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: PostgresCredential | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        self._credential = credential
+        self._dsn: str | None = None
+        self._where = f"${self.parameters.dsn_env}"
+        self._connection: Any = None
+        self._lock = asyncio.Lock()
+        self._iterative_scan = False
+
+    @property
+    def store_name(self) -> str:
+        return f"PgVectorStore({self._where})"
+
+    async def __aenter__(self) -> PgVectorStore:
+        psycopg = require("psycopg", "pgvector")
+        require("pgvector.psycopg", "pgvector")
+        credential = self._credential or PostgresCredential.from_environment(
+            {"dsn": self.parameters.dsn_env}
+        )
+        dsn = credential.dsn.get_secret_value()
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError as exc:
+            # The message would quote the DSN, password included.
+            raise VectorStoreError(self.store_name, "the connection string is invalid") from exc
+        self._where = f"{info.get('host') or 'localhost'}:{info.get('port') or 5432}/" + str(
+            info.get("dbname") or info.get("user") or ""
+        )
+        self._dsn = dsn
+        await self._run(lambda connection: connection.execute("SELECT 1"))
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._dsn = None
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            await connection.close()
+
+    async def _connect(self) -> Any:
+        """The open connection, (re)connecting with pgvector's types registered."""
+        if self._connection is not None and not self._connection.closed:
+            return self._connection
+        if self._dsn is None:
+            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
+        psycopg = require("psycopg", "pgvector")
+        from pgvector.psycopg import register_vector_async
+
+        connection = await psycopg.AsyncConnection.connect(
+            self._dsn, autocommit=True, connect_timeout=max(2, round(self.parameters.timeout))
+        )
+        try:
+            await connection.execute(
+                "SELECT set_config('statement_timeout', %s, false)",
+                (f"{round(self.parameters.timeout * 1000)}ms",),
+            )
+            async with connection.transaction():
+                # Serialises concurrent first connections racing to create it.
+                await connection.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended('ragflow_config:vector', 0))"
+                )
+                await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            cursor = await connection.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            )
+            (version,) = await cursor.fetchone()
+            self._iterative_scan = _version(version) >= (0, 8)
+            await register_vector_async(connection)
+        except BaseException:
+            await connection.close()
+            raise
+        self._connection = connection
+        return connection
+
+    async def _run(self, work: Callable[[Any], Awaitable[T]]) -> T:
+        """Run idempotent ``work`` on the connection, retrying connection errors."""
+        psycopg = require("psycopg", "pgvector")
+
+        async def attempt() -> T:
+            async with self._lock:
+                try:
+                    return await work(await self._connect())
+                except psycopg.OperationalError:
+                    raise
+                except psycopg.Error as exc:
+                    raise VectorStoreError(self.store_name, f"{type(exc).__name__}: {exc}") from exc
+
+        return await with_retries(
+            self.store_name,
+            attempt,
+            retry_on=(psycopg.OperationalError,),
+            attempts=self.parameters.max_retries + 1,
+        )
+
+    def _table(self, name: str) -> Any:
+        from psycopg import sql
+
+        if not name or "\0" in name or len(name.encode()) > _MAX_IDENTIFIER_BYTES:
+            raise VectorStoreError(
+                self.store_name,
+                f"invalid collection name {name!r}: 1 to {_MAX_IDENTIFIER_BYTES} bytes, no NUL",
+            )
+        return sql.Identifier(name)
+
+    async def _dimensions(self, connection: Any, name: str) -> int | None:
+        """The table's vector length; ``None`` if absent; 0 if it is not a store table."""
+        table = self._table(name).as_string(connection)
+        cursor = await connection.execute(
+            "SELECT to_regclass(%s) IS NOT NULL, ("
+            "  SELECT atttypmod FROM pg_attribute"
+            "  WHERE attrelid = to_regclass(%s) AND attname = 'embedding' AND NOT attisdropped"
+            ")",
+            (table, table),
+        )
+        exists, typmod = await cursor.fetchone()
+        if not exists:
+            return None
+        return int(typmod) if typmod is not None and typmod > 0 else 0
+
+    async def create_collection(self, name: str, dimensions: int) -> None:
+        from psycopg import sql
+
+        table = self._table(name)
+        _, opclass, _ = _METRICS[self.parameters.distance]
+
+        async def create(connection: Any) -> None:
+            async with connection.transaction():
+                await connection.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"ragflow_config:table:{name}",),
+                )
+                if await self._dimensions(connection, name) is not None:
+                    return
+                await connection.execute(
+                    sql.SQL(
+                        "CREATE TABLE {} ("
+                        " document_id text NOT NULL,"
+                        " chunk_index integer NOT NULL,"
+                        " embedding vector({}) NOT NULL,"
+                        " chunk jsonb NOT NULL,"
+                        " metadata jsonb NOT NULL,"
+                        " PRIMARY KEY (document_id, chunk_index))"
+                    ).format(table, sql.Literal(int(dimensions)))
+                )
+                await connection.execute(
+                    sql.SQL("CREATE INDEX ON {} USING hnsw (embedding {})").format(
+                        table, sql.SQL(opclass)
+                    )
+                )
+                await connection.execute(
+                    sql.SQL("CREATE INDEX ON {} USING gin (metadata jsonb_path_ops)").format(table)
+                )
+
+        await self._run(create)
+
+    async def delete_collection(self, name: str) -> None:
+        from psycopg import sql
+
+        statement = sql.SQL("DROP TABLE IF EXISTS {}").format(self._table(name))
+        await self._run(lambda connection: connection.execute(statement))
+
+    async def has_collection(self, name: str) -> bool:
+        return await self.collection_dimensions(name) is not None
+
+    async def collection_dimensions(self, name: str) -> int | None:
+        return await self._run(lambda connection: self._dimensions(connection, name))
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        from pgvector import Vector
+        from psycopg import sql
+        from psycopg.types.json import Jsonb
+
+        statement = sql.SQL(
+            "INSERT INTO {} (document_id, chunk_index, embedding, chunk, metadata)"
+            " VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (document_id, chunk_index) DO UPDATE SET"
+            " embedding = EXCLUDED.embedding, chunk = EXCLUDED.chunk,"
+            " metadata = EXCLUDED.metadata"
+        ).format(self._table(collection))
+        rows = []
+        for record in records:
+            chunk = record.chunk.model_dump(mode="json")
+            rows.append(
+                (
+                    record.document_id,
+                    record.chunk.chunk_index,
+                    Vector(record.vector),
+                    Jsonb(chunk),
+                    Jsonb(chunk["metadata"]),
+                )
+            )
+        size = self.parameters.batch_size
+
+        async def write(connection: Any) -> None:
+            # One transaction: a failed insert leaves no half-written document.
+            async with connection.transaction(), connection.cursor() as cursor:
+                for start in range(0, len(rows), size):
+                    await cursor.executemany(statement, rows[start : start + size])
+
+        await self._run(write)
+
+    async def delete(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> None:
+        where, params = _where(metadata_filter, document_id)
+        from psycopg import sql
+
+        statement = sql.SQL("DELETE FROM {} WHERE {}").format(self._table(collection), where)
+        await self._run(lambda connection: connection.execute(statement, params))
+
+    async def search(
+        self,
+        collection: str,
+        query_vector: list[float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        if top_k <= 0:
+            return []
+        from pgvector import Vector
+        from psycopg import sql
+
+        operator, _, score = _METRICS[self.parameters.distance]
+        distance = sql.SQL("embedding {} %(query)s").format(sql.SQL(operator))
+        where, params = _where(metadata_filter)
+        statement = sql.SQL(
+            "SELECT document_id, chunk, ({})::float8 FROM {} WHERE {} ORDER BY {} LIMIT %(top_k)s"
+        ).format(
+            sql.SQL(score).format(distance), self._table(collection), where, distance
+        )
+        params.update(query=Vector(query_vector), top_k=top_k)
+
+        async def run(connection: Any) -> list[Any]:
+            async with connection.transaction():
+                # HNSW returns at most ef_search rows and filters after the scan;
+                # an iterative scan keeps going until the filter lets top_k through.
+                await connection.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true)",
+                    (str(min(max(top_k, 40), _MAX_EF_SEARCH)),),
+                )
+                if self._iterative_scan:
+                    await connection.execute(
+                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                    )
+                cursor = await connection.execute(statement, params)
+                rows = await cursor.fetchall()
+                if len(rows) < top_k:
+                    # Fewer than asked: either that is all there is, or the index
+                    # scan gave up. An exact scan settles it.
+                    await connection.execute("SELECT set_config('enable_indexscan', 'off', true)")
+                    cursor = await connection.execute(statement, params)
+                    rows = await cursor.fetchall()
+                return rows
+
+        rows = await self._run(run)
+        results = [
+            VectorSearchResult(
+                score=float(row_score), document_id=document_id, chunk=Chunk.model_validate(chunk)
+            )
+            for document_id, chunk, row_score in rows
+        ]
+        # relaxed_order may return near-ties slightly out of order.
+        results.sort(key=lambda result: result.score, reverse=True)
+        return results
+
+    async def list_documents(
+        self, collection: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[DocumentSummary]:
+        from psycopg import sql
+
+        where, params = _where(metadata_filter)
+        # Aggregated in the database, so thousands of chunks are not sent over
+        # the wire; like ``summarize``, source and metadata come from the
+        # document's lowest-indexed chunk.
+        statement = sql.SQL(
+            "SELECT DISTINCT ON (document_id) document_id, chunk->>'source', chunk->'metadata',"
+            " count(*) OVER (PARTITION BY document_id)"
+            " FROM {} WHERE {} ORDER BY document_id, chunk_index"
+        ).format(self._table(collection), where)
+
+        async def run(connection: Any) -> list[Any]:
+            cursor = await connection.execute(statement, params)
+            return await cursor.fetchall()
+
+        return [
+            DocumentSummary(
+                document_id=document_id,
+                source=source or "",
+                chunk_count=count,
+                metadata=metadata or {},
+            )
+            for document_id, source, metadata, count in await self._run(run)
+        ]
+
+    async def list_chunks(
+        self,
+        collection: str,
+        document_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 30,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[Chunk]:
+        if limit <= 0:
+            return []
+        from psycopg import sql
+
+        where, params = _where(metadata_filter, document_id)
+        params.update(start=offset, end=offset + limit)
+        statement = sql.SQL(
+            "SELECT chunk FROM {} WHERE {} AND chunk_index >= %(start)s AND chunk_index < %(end)s"
+            " ORDER BY chunk_index"
+        ).format(self._table(collection), where)
+
+        async def run(connection: Any) -> list[Any]:
+            cursor = await connection.execute(statement, params)
+            return await cursor.fetchall()
+
+        return [Chunk.model_validate(chunk) for (chunk,) in await self._run(run)]
+
+
+def _where(
+    metadata_filter: dict[str, Any] | None, document_id: str | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """A WHERE condition and its parameters; values never enter the SQL text."""
+    from psycopg import sql
+    from psycopg.types.json import Jsonb
+
+    conditions = []
+    params: dict[str, Any] = {}
+    if document_id is not None:
+        conditions.append(sql.SQL("document_id = %(document_id)s"))
+        params["document_id"] = document_id
+    pairs = flatten_filter(metadata_filter)
+    if pairs:
+        contained: dict[str, Any] = {}
+        for path, value in pairs:
+            node = contained
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = value
+        conditions.append(sql.SQL("metadata @> %(metadata)s"))
+        params["metadata"] = Jsonb(contained)
+    if not conditions:
+        return sql.SQL("TRUE"), params
+    return sql.SQL(" AND ").join(conditions), params
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit())

@@ -1,0 +1,409 @@
+"""The contract every vector store keeps, run against each real store.
+
+Each test takes ``case`` (a deployment: Qdrant in memory and on disk, Milvus
+Lite, PostgreSQL + pgvector, and Elasticsearch / MongoDB when a server is
+configured) and usually ``store``, that deployment entered with defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from typing import Any
+
+import pytest
+
+from ragflow_config import VectorStoreError
+from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
+
+from .conftest import StoreCase, make_record
+
+DIMENSIONS = 8
+
+
+def unit(index: int, dimensions: int = DIMENSIONS) -> list[float]:
+    vector = [0.0] * dimensions
+    vector[index] = 1.0
+    return vector
+
+
+def random_vector(rng: random.Random) -> list[float]:
+    return [rng.uniform(-1.0, 1.0) for _ in range(DIMENSIONS)]
+
+
+def keys(results: list[VectorSearchResult]) -> list[tuple[str, int]]:
+    return [(r.document_id, r.chunk.chunk_index) for r in results]
+
+
+async def counts(
+    store: VectorStoreBase, collection: str, metadata_filter: dict[str, Any] | None = None
+) -> dict[str, int]:
+    summaries = await store.list_documents(collection, metadata_filter=metadata_filter)
+    return {s.document_id: s.chunk_count for s in summaries}
+
+
+async def test_collection_lifecycle(store: VectorStoreBase, collection: str) -> None:
+    assert not await store.has_collection(collection)
+    assert await store.collection_dimensions(collection) is None
+
+    await store.create_collection(collection, DIMENSIONS)
+    assert await store.has_collection(collection)
+    assert await store.collection_dimensions(collection) == DIMENSIONS
+
+    await store.create_collection(collection, 2 * DIMENSIONS)  # exists: a no-op
+    assert await store.collection_dimensions(collection) == DIMENSIONS
+
+    await store.delete_collection(collection)
+    assert not await store.has_collection(collection)
+    assert await store.collection_dimensions(collection) is None
+    await store.delete_collection(collection)  # absent: a no-op
+
+
+async def test_a_store_that_is_not_entered_says_so(case: StoreCase) -> None:
+    store = case.open()
+    with pytest.raises(VectorStoreError, match="not open"):
+        await store.has_collection("anything")
+
+
+# Query (1, 0, 0) against known vectors: (record vector, expected score), best first.
+KNOWN_SCORES = {
+    "cosine": [([2.0, 0.0, 0.0], 1.0), ([0.0, 3.0, 0.0], 0.0), ([-1.0, 0.0, 0.0], -1.0)],
+    "dot": [([2.0, 0.0, 0.0], 2.0), ([0.0, 1.0, 0.0], 0.0), ([-1.0, 0.0, 0.0], -1.0)],
+    "euclidean": [
+        ([1.0, 0.0, 0.0], 0.0),
+        ([1.0, 1.0, 0.0], -1.0),
+        ([-1.0, 0.0, 0.0], -2.0),
+        ([4.0, 0.0, 0.0], -3.0),
+    ],
+}
+
+
+@pytest.mark.parametrize("distance", ["cosine", "dot", "euclidean"])
+async def test_scores_of_known_vectors_are_on_the_common_scale(
+    case: StoreCase, distance: str
+) -> None:
+    if distance not in case.distances:
+        pytest.skip(f"{case.kind} does not offer the {distance} metric")
+    collection = case.new_collection()
+    expected = KNOWN_SCORES[distance]
+    async with case.open(distance=distance) as store:
+        await store.create_collection(collection, 3)
+        await store.insert(
+            collection,
+            [make_record(f"doc-{i}", 0, vector) for i, (vector, _) in enumerate(expected)],
+        )
+        results = await store.search(collection, [1.0, 0.0, 0.0], top_k=len(expected))
+
+    assert [r.document_id for r in results] == [f"doc-{i}" for i in range(len(expected))]
+    for result, (_, score) in zip(results, expected, strict=True):
+        assert result.score == pytest.approx(score, abs=1e-4)
+
+
+async def test_search_returns_top_k_best_first(store: VectorStoreBase, collection: str) -> None:
+    rng = random.Random(7)
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(
+        collection, [make_record("doc", i, random_vector(rng), total=300) for i in range(300)]
+    )
+    query = random_vector(rng)
+
+    results = await store.search(collection, query, top_k=100)
+
+    assert len(results) == 100
+    assert len(set(keys(results))) == 100
+    scores = [r.score for r in results]
+    assert scores == sorted(scores, reverse=True)
+    assert await store.search(collection, query, top_k=0) == []
+
+
+async def test_top_k_with_a_filter_that_excludes_most_records(
+    store: VectorStoreBase, collection: str
+) -> None:
+    # The five in scope point away from the query, so an index that filters
+    # after its scan finds none of them among the nearest candidates.
+    rng = random.Random(11)
+    await store.create_collection(collection, DIMENSIONS)
+    records = [
+        make_record("hay", i, [1.0, *(rng.uniform(0, 0.1) for _ in range(7))], {"tenant": "hay"})
+        for i in range(495)
+    ]
+    needles = [
+        make_record(f"needle-{i}", 0, [-1.0, *random_vector(rng)[1:]], {"tenant": "needle"})
+        for i in range(5)
+    ]
+    await store.insert(collection, records + needles)
+
+    results = await store.search(collection, unit(0), top_k=5, metadata_filter={"tenant": "needle"})
+
+    assert sorted(keys(results)) == sorted(keys(needles))  # type: ignore[arg-type]
+
+
+def _filter_records() -> list[VectorRecord]:
+    metadata: list[dict[str, Any]] = [
+        {"tenant": "a", "org": {"team": "x", "unit": 1}, "n": 3, "flag": True, "ratio": 0.25},
+        {"tenant": "a", "org": {"team": "y", "unit": 1}, "n": "3", "flag": 1, "ratio": 0.5},
+        {"tenant": "b", "org": {"team": "x", "unit": 2}, "n": 4, "flag": False, "ratio": 0.25},
+        {"tenant": "b", "kind": "no-org"},
+    ]
+    return [make_record(f"doc-{i}", 0, unit(i), meta) for i, meta in enumerate(metadata)]
+
+
+FILTERS = [
+    ({"tenant": "a"}, {"doc-0", "doc-1"}),
+    ({"org": {"team": "x"}}, {"doc-0", "doc-2"}),
+    ({"tenant": "a", "org": {"team": "x"}}, {"doc-0"}),
+    ({"org": {"team": "x", "unit": 2}}, {"doc-2"}),
+    ({"org": {"team": "y", "unit": 2}}, set()),
+    ({"n": 3}, {"doc-0"}),  # the number 3, not the string "3"
+    ({"n": "3"}, {"doc-1"}),
+    ({"flag": True}, {"doc-0"}),  # a boolean, not the number 1
+    ({"ratio": 0.25}, {"doc-0", "doc-2"}),
+    ({"tenant": "c"}, set()),
+]
+
+
+@pytest.mark.parametrize(("metadata_filter", "expected"), FILTERS, ids=str)
+async def test_nested_and_multi_key_filters(
+    store: VectorStoreBase, collection: str, metadata_filter: dict[str, Any], expected: set[str]
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(collection, _filter_records())
+
+    found = await store.search(collection, unit(0), top_k=10, metadata_filter=metadata_filter)
+    listed = await counts(store, collection, metadata_filter)
+
+    assert {r.document_id for r in found} == expected
+    assert set(listed) == expected
+
+
+HOSTILE_VALUES = [
+    "it's",
+    'say "hi"',
+    "back\\slash",
+    'trailing\\',
+    'escaped\\"quote',
+    "dot.ted.value",
+    "tab\there",
+    "ünï😀",
+    "%_*?",
+    "$ne",
+    '{"$gt": ""}',
+    "a && b || c",
+]
+INJECTIONS = [
+    '" or 1==1 or "',
+    "' OR '1'='1",
+    '") or metadata["label"] != ("',
+    "x'); DROP TABLE users; --",
+    '*',
+    '%',
+]
+
+
+async def test_filter_values_are_data_never_syntax(
+    store: VectorStoreBase, collection: str
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    records = [
+        make_record(f"doc-{i}", 0, unit(i % DIMENSIONS), {"label": value})
+        for i, value in enumerate(HOSTILE_VALUES)
+    ]
+    await store.insert(collection, records)
+
+    for i, value in enumerate(HOSTILE_VALUES):
+        scope = {"label": value}
+        found = await store.search(collection, unit(0), top_k=50, metadata_filter=scope)
+        assert [r.document_id for r in found] == [f"doc-{i}"], value
+        assert set(await counts(store, collection, scope)) == {f"doc-{i}"}, value
+    for attempt in INJECTIONS:
+        scope = {"label": attempt}
+        assert await store.search(collection, unit(0), top_k=50, metadata_filter=scope) == []
+        assert await counts(store, collection, scope) == {}
+        await store.delete(collection, "doc-0", metadata_filter=scope)
+    # Nothing was deleted or broken along the way.
+    assert len(await counts(store, collection)) == len(HOSTILE_VALUES)
+
+
+async def test_keys_and_line_breaks_are_matched_exactly_or_refused(
+    store: VectorStoreBase, collection: str
+) -> None:
+    """A filter a store cannot express is a ValueError, never a wrong match."""
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(
+        collection,
+        [
+            make_record("dotted", 0, unit(0), {"a.b": "v", "text": "two\nlines"}),
+            make_record("nested", 0, unit(1), {"a": {"b": "v"}, "text": "two lines"}),
+        ],
+    )
+    for metadata_filter, expected in [
+        ({"a.b": "v"}, {"dotted"}),
+        ({"a": {"b": "v"}}, {"nested"}),
+        ({"text": "two\nlines"}, {"dotted"}),
+    ]:
+        try:
+            listed = await counts(store, collection, metadata_filter)
+        except ValueError:
+            continue
+        assert set(listed) == expected, metadata_filter
+
+
+async def test_delete_by_document_respects_the_filter(
+    store: VectorStoreBase, collection: str
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(
+        collection,
+        [make_record("a", i, unit(i), {"tenant": "t"}, total=3) for i in range(3)]
+        + [make_record("b", i, unit(i), {"tenant": "t"}, total=2) for i in range(2)],
+    )
+
+    await store.delete(collection, "a")
+    assert await counts(store, collection) == {"b": 2}
+    assert {r.document_id for r in await store.search(collection, unit(0), top_k=10)} == {"b"}
+
+    await store.delete(collection, "b", metadata_filter={"tenant": "other"})
+    assert await counts(store, collection) == {"b": 2}
+
+    await store.delete(collection, "b", metadata_filter={"tenant": "t"})
+    assert await counts(store, collection) == {}
+    await store.delete(collection, "never-inserted")
+
+
+async def test_list_documents_counts_thousands_of_chunks(
+    store: VectorStoreBase, collection: str
+) -> None:
+    sizes = {"d1": 1, "d2": 2, "d3": 10, "d4": 100, "d5": 387, "d6": 1000, "d7": 1500}
+    rng = random.Random(3)
+    records = [
+        make_record(
+            document_id,
+            i,
+            random_vector(rng),
+            {"tenant": "odd" if int(document_id[1]) % 2 else "even", "page": i},
+            total=size,
+        )
+        for document_id, size in sizes.items()
+        for i in range(size)
+    ]
+    rng.shuffle(records)  # the summary must not depend on insertion order
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(collection, records)
+
+    summaries = {s.document_id: s for s in await store.list_documents(collection)}
+
+    assert {d: s.chunk_count for d, s in summaries.items()} == sizes
+    for document_id, summary in summaries.items():
+        assert summary.source == f"{document_id}.txt"
+        assert summary.metadata["page"] == 0  # from the lowest-indexed chunk
+    assert await counts(store, collection, {"tenant": "even"}) == {
+        d: n for d, n in sizes.items() if int(d[1]) % 2 == 0
+    }
+
+
+async def test_list_chunks_pages_by_chunk_index(store: VectorStoreBase, collection: str) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(
+        collection,
+        [make_record("doc", i, unit(i % DIMENSIONS), {"tenant": "t"}, 25) for i in range(25)]
+        + [make_record("other", i, unit(0), {"tenant": "t"}, 5) for i in range(5)],
+    )
+
+    async def page(offset: int, limit: int, **options: Any) -> list[int]:
+        chunks = await store.list_chunks(collection, "doc", offset=offset, limit=limit, **options)
+        return [chunk.chunk_index for chunk in chunks]
+
+    assert await page(0, 10) == list(range(10))
+    assert await page(10, 10) == list(range(10, 20))
+    assert await page(20, 10) == list(range(20, 25))
+    assert await page(25, 10) == []
+    assert await page(0, 0) == []
+    assert await page(0, 30, metadata_filter={"tenant": "t"}) == list(range(25))
+    assert await page(0, 30, metadata_filter={"tenant": "u"}) == []
+    assert (await store.list_chunks(collection, "doc", offset=3, limit=1))[0].content.text == (
+        "doc #3"
+    )
+
+
+async def test_a_reopened_store_finds_its_data(case: StoreCase) -> None:
+    if not case.persistent:
+        pytest.skip(f"{case.kind} keeps nothing after it is closed")
+    collection = case.new_collection()
+    async with case.open() as store:
+        await store.create_collection(collection, DIMENSIONS)
+        await store.insert(collection, [make_record("kept", i, unit(i), total=3) for i in range(3)])
+
+    async with case.open() as reopened:
+        assert await reopened.collection_dimensions(collection) == DIMENSIONS
+        assert await counts(reopened, collection) == {"kept": 3}
+        best = await reopened.search(collection, unit(1), top_k=1)
+        assert keys(best) == [("kept", 1)]
+        assert math.isclose(best[0].score, 1.0, abs_tol=1e-4)
+
+
+async def test_concurrent_inserts_of_different_documents(
+    store: VectorStoreBase, collection: str
+) -> None:
+    rng = random.Random(5)
+    await store.create_collection(collection, DIMENSIONS)
+    documents = {
+        f"doc-{d}": [make_record(f"doc-{d}", i, random_vector(rng), total=40) for i in range(40)]
+        for d in range(8)
+    }
+
+    await asyncio.gather(*(store.insert(collection, records) for records in documents.values()))
+
+    assert await counts(store, collection) == {d: 40 for d in documents}
+
+
+async def test_reinserting_records_replaces_them(store: VectorStoreBase, collection: str) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    first = [make_record("doc", i, unit(i), {"version": 1}, total=4) for i in range(4)]
+    await store.insert(collection, first)
+    await store.insert(collection, first)
+    second = [
+        r.model_copy(update={"chunk": r.chunk.model_copy(update={"metadata": {"version": 2}})})
+        for r in first
+    ]
+    await store.insert(collection, second)
+    await store.insert(collection, [])
+
+    assert await counts(store, collection) == {"doc": 4}
+    results = await store.search(collection, unit(2), top_k=10)
+    assert sorted(keys(results)) == [("doc", i) for i in range(4)]
+    assert {r.chunk.metadata["version"] for r in results} == {2}
+
+
+HOSTILE_DOCUMENT_IDS = ['quote"d', "it's", "back\\slash", "two\nlines", '" or 1==1 or "', "ünï 😀"]
+
+
+async def test_document_ids_are_data_never_syntax(
+    store: VectorStoreBase, collection: str
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(
+        collection,
+        [
+            make_record(document_id, i, unit(i), total=2)
+            for document_id in HOSTILE_DOCUMENT_IDS
+            for i in range(2)
+        ],
+    )
+    for document_id in HOSTILE_DOCUMENT_IDS:
+        chunks = await store.list_chunks(collection, document_id)
+        assert [chunk.source for chunk in chunks] == [f"{document_id}.txt"] * 2
+
+    await store.delete(collection, '" or 1==1 or "')
+
+    remaining = set(HOSTILE_DOCUMENT_IDS) - {'" or 1==1 or "'}
+    assert await counts(store, collection) == {document_id: 2 for document_id in remaining}
+
+
+async def test_a_vector_of_the_wrong_length_is_refused(
+    store: VectorStoreBase, collection: str
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    with pytest.raises(VectorStoreError) as refused:
+        await store.insert(collection, [make_record("doc", 0, [1.0, 0.0])])
+    assert store.store_name in str(refused.value)
