@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from abc import abstractmethod
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -46,6 +48,12 @@ class EmbeddingModelBase(Component):
     Parameters: ClassVar[type[ComponentParameters]] = EmbeddingParameters
     parameters: EmbeddingParameters
 
+    def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
+        super().__init__(parameters, **options)
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = (
+            weakref.WeakKeyDictionary()
+        )
+
     @property
     @abstractmethod
     def model(self) -> str:
@@ -70,26 +78,71 @@ class EmbeddingModelBase(Component):
             return EmbeddingResponse(embeddings=[])
         if not self.supports_multimodal and any(isinstance(i, DataBlock) for i in items):
             raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
-        size = self.batch_size
-        batches = [items[i : i + size] for i in range(0, len(items), size)]
-        limit = asyncio.Semaphore(self.parameters.max_concurrency)
+        loop = asyncio.get_running_loop()
+        batcher = self._batchers.get(loop)
+        if batcher is None:  # one per event loop: a model may outlive an asyncio.run()
+            batcher = self._batchers[loop] = _Batcher(self)
+        return EmbeddingResponse(embeddings=await batcher.embed(items))
 
-        async def run(batch: list[str | DataBlock]) -> list[list[float]]:
-            async with limit:
-                vectors = await self.embed_batch(batch)
+
+class _Batcher:
+    """Shares a model's batches between concurrent calls, within ``max_concurrency``.
+
+    Inputs queue up; each free slot takes the next ``batch_size`` of them,
+    whichever calls they came from. Many small documents indexed at once
+    therefore fill whole batches, and the model never runs more batches at
+    once than it allows. A batch that fails fails the inputs in it, and the
+    call that sees the failure withdraws its inputs still waiting.
+    """
+
+    def __init__(self, model: EmbeddingModelBase) -> None:
+        self._model = model
+        self._waiting: deque[tuple[str | DataBlock, asyncio.Future[list[float]]]] = deque()
+        self._running = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def embed(self, items: list[str | DataBlock]) -> list[list[float]]:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in items]
+        self._waiting.extend(zip(items, futures, strict=True))
+        self._start_batches()
+        try:
+            return list(await asyncio.gather(*futures))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+    def _start_batches(self) -> None:
+        limit = self._model.parameters.max_concurrency
+        while self._running < limit and self._waiting:
+            batch: list[tuple[str | DataBlock, asyncio.Future[list[float]]]] = []
+            while self._waiting and len(batch) < self._model.batch_size:
+                item, future = self._waiting.popleft()
+                if not future.done():  # its call gave up
+                    batch.append((item, future))
+            if batch:
+                self._running += 1
+                task = asyncio.ensure_future(self._run(batch))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, batch: list[tuple[str | DataBlock, asyncio.Future[list[float]]]]) -> None:
+        try:
+            vectors = await self._model.embed_batch([item for item, _ in batch])
             if len(vectors) != len(batch):
                 raise RuntimeError(
-                    f"{type(self).__name__} returned {len(vectors)} vectors for {len(batch)} inputs"
+                    f"{type(self._model).__name__} returned {len(vectors)} vectors "
+                    f"for {len(batch)} inputs"
                 )
-            return vectors
-
-        tasks = [asyncio.ensure_future(run(batch)) for batch in batches]
-        try:
-            results = await asyncio.gather(*tasks)
-        except BaseException:
-            # One failed batch fails the call: stop the others instead of leaving them running.
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        return EmbeddingResponse(embeddings=[vector for part in results for vector in part])
+        except BaseException as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+        else:
+            for (_, future), vector in zip(batch, vectors, strict=True):
+                if not future.done():
+                    future.set_result(vector)
+        finally:
+            self._running -= 1
+            self._start_batches()
