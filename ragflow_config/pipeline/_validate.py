@@ -95,7 +95,7 @@ def _not_a_mapping(data: Any) -> str:
     expected = "expected a mapping with `version` and `knowledge_bases`"
     if data is None:
         return f"the file is empty; {expected}"
-    what = "a list" if isinstance(data, list) else f"{type(data).__name__} {data!r}"
+    what = "a list" if isinstance(data, list) else f"the scalar {data!r}"
     return f"{expected}, got {what}"
 
 
@@ -192,20 +192,39 @@ def _branch_issues(
     matching = [
         errors
         for errors in branches.values()
-        if not any(e.validator == "type" and not e.relative_path for e in errors)
+        if not any(_wrong_json_type(e, error.instance) for e in errors)
     ]
     if len(matching) == 1:
         for sub in matching[0]:
             yield from _schema_issues(sub, root, locations, registry)
         return
-    expected = " or ".join(_describe(b) for b in error.schema.get(error.validator, []))
+    expected = " or ".join(_describe(b, root) for b in error.schema.get(error.validator, []))
     yield locations.issue(tuple(error.absolute_path), f"{error.instance!r} is not {expected}")
 
 
-def _describe(schema: dict[str, Any]) -> str:
+def _wrong_json_type(error: ValidationError, instance: Any) -> bool:
+    """Whether a branch's error says the value is of another kind than the branch takes."""
+    if error.relative_path:
+        return False
+    if error.validator == "type":
+        return True
+    # A component block branch takes only mappings.
+    return KIND_MARKER in error.schema and not isinstance(instance, dict)
+
+
+def _describe(schema: dict[str, Any], root: dict[str, Any]) -> str:
     if "$ref" in schema:
-        return "a " + schema["$ref"].rsplit("/", 1)[-1].replace("Block", " block").lower()
-    return f"a {schema.get('type', 'value')}"
+        target = root.get("$defs", {}).get(schema["$ref"].rsplit("/", 1)[-1], {})
+        kind = target.get(KIND_MARKER)
+        return f"{_article(kind)} {kind} block" if kind else "a mapping"
+    name = {"object": "mapping", "array": "list"}.get(schema.get("type", ""), schema.get("type"))
+    if name == "null":
+        return "null"
+    return f"{_article(name)} {name}" if name else "a value"
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
 
 
 def _pydantic_issues(

@@ -96,6 +96,19 @@ def test_overlap_not_below_chunk_size_is_caught_by_the_parameters_model(check: C
     ]
 
 
+def test_a_value_of_the_wrong_shape_says_what_the_place_takes(check: Check) -> None:
+    assert check("wrong_shapes.yaml") == [
+        "wrong_shapes.yaml:3:9: vector_stores.disk: expected a mapping with a `type` key, "
+        "got 'qdrant'",
+        "wrong_shapes.yaml:8:16: knowledge_bases[0].embedding: 5 is not a string or an "
+        "embedding block",
+        "wrong_shapes.yaml:9:19: knowledge_bases[0].vector_store: ['disk'] is not a string or a "
+        "vector_store block",
+        "wrong_shapes.yaml:11:22: knowledge_bases[0].metadata_filter: 3 is not a mapping or null",
+        "wrong_shapes.yaml:13:5: middlewares[0]: expected a mapping with a `type` key, got 'rag'",
+    ]
+
+
 def test_a_knowledge_base_naming_undefined_blocks_and_a_middleware_naming_an_undefined_kb(
     check: Check,
 ) -> None:
