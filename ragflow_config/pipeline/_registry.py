@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import logging
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Literal
 
 from pydantic import BaseModel
@@ -73,11 +73,17 @@ class Registry:
 
     @classmethod
     def from_entry_points(cls) -> Registry:
+        """Every installed package's types; a plugin that fails to load is skipped with a warning.
+
+        Built-in types load first, so a plugin reusing one of their names is the one skipped.
+        """
         registry = cls()
         for kind, group in ENTRY_POINT_GROUPS.items():
-            for entry in entry_points(group=group):
+            for entry in sorted(entry_points(group=group), key=_third_party):
+                distribution = entry.dist.name if entry.dist else None
                 try:
                     component = entry.load()
+                    registry.register(kind, entry.name, component, distribution=distribution)
                 except Exception as exc:  # a broken plugin must not take the others down
                     logger.warning(
                         "skipping %s type %r from %s: %s: %s",
@@ -87,9 +93,6 @@ class Registry:
                         type(exc).__name__,
                         exc,
                     )
-                    continue
-                distribution = entry.dist.name if entry.dist else None
-                registry.register(kind, entry.name, component, distribution=distribution)
         return registry
 
     def register(
@@ -122,6 +125,10 @@ class Registry:
             return self._types[kind][name]
         except KeyError:
             raise UnknownTypeError(kind, name, self.names(kind)) from None
+
+
+def _third_party(entry: EntryPoint) -> bool:
+    return entry.module.partition(".")[0] != __name__.partition(".")[0]
 
 
 _default: Registry | None = None

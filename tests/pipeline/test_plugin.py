@@ -148,25 +148,44 @@ def test_without_the_plugin_the_type_is_unknown(monkeypatch: pytest.MonkeyPatch)
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "entry", "warning"),
+    [
+        pytest.param(
+            'raise RuntimeError("this plugin is broken")\n',
+            "broken = ragflow_broken_plugin:Nothing",
+            "skipping parser type 'broken' from ragflow_broken_plugin:Nothing: "
+            "RuntimeError: this plugin is broken",
+            id="raises-on-import",
+        ),
+        pytest.param(
+            "def parse(data):\n    return data\n",
+            "broken = ragflow_broken_plugin:parse",
+            "skipping parser type 'broken' from ragflow_broken_plugin:parse: TypeError: "
+            "parser type 'broken': <function parse at ",
+            id="not-a-component",
+        ),
+        pytest.param(
+            "from ragflow_demo_plugin import DemoParser\n",
+            "text = ragflow_broken_plugin:DemoParser",
+            "skipping parser type 'text' from ragflow_broken_plugin:DemoParser: ValueError: "
+            "parser type 'text' is registered twice: by ragflow-config "
+            "(ragflow_config.rag._parsers.text) and by ragflow-broken-plugin (ragflow_demo_plugin)",
+            id="takes-a-built-in-name",
+        ),
+    ],
+)
 def test_a_broken_plugin_is_skipped_with_a_warning(
-    plugin_path: Path, caplog: pytest.LogCaptureFixture
+    plugin_path: Path, caplog: pytest.LogCaptureFixture, source: str, entry: str, warning: str
 ) -> None:
-    write_distribution(
-        plugin_path,
-        "ragflow-broken-plugin",
-        "ragflow_broken_plugin",
-        'raise RuntimeError("this plugin is broken")\n',
-        "broken = ragflow_broken_plugin:Nothing",
-    )
+    write_distribution(plugin_path, "ragflow-broken-plugin", "ragflow_broken_plugin", source, entry)
     importlib.invalidate_caches()
     with caplog.at_level(logging.WARNING, logger="ragflow_config.registry"):
         registry = Registry.from_entry_points()
     assert "broken" not in registry.names("parser")
-    assert "demo" in registry.names("parser")
-    assert (
-        "skipping parser type 'broken' from ragflow_broken_plugin:Nothing: "
-        "RuntimeError: this plugin is broken"
-    ) in caplog.messages
+    assert registry.get("parser", "text").cls.__name__ == "TextParser"  # the built-in stays
+    assert registry.get("parser", "demo").distribution == "ragflow-demo-plugin"
+    assert any(message.startswith(warning) for message in caplog.messages), caplog.messages
 
 
 def test_the_installed_cli_lists_it_and_writes_its_schema(
