@@ -232,7 +232,7 @@ def _pydantic_issues(
 ) -> list[ConfigIssue]:
     issues = []
     for err in exc.errors():
-        loc = tuple(part for part in err["loc"] if isinstance(part, int) or not part[0].isupper())
+        loc = tuple(part for part in err["loc"] if isinstance(part, int) or not part[:1].isupper())
         path = (*prefix, *loc)
         message = err["msg"].removeprefix("Value error, ")
         issues.append(locations.issue(path, message, at_key=err["type"] == "extra_forbidden"))
@@ -247,7 +247,7 @@ def _sequence(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _blocks(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Kind, dict[str, Any]]]:
+def _blocks(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Kind, Any]]:
     """Every component block written in the file, with its path and kind.
 
     It reads the plain data, not the typed spec, so it runs beside the schema's errors.

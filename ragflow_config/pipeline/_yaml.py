@@ -135,8 +135,9 @@ def _plain(node: Any, path: JsonPath, locations: Locations, issues: list[ConfigI
         items = []
         for index, item in enumerate(node):
             line, column = node.lc.item(index)
-            locations.values[(*path, index)] = (line + 1, column + 1)
-            items.append(_plain(item, (*path, index), locations, issues))
+            item_path: JsonPath = (*path, index)
+            locations.values[item_path] = (line + 1, column + 1)
+            items.append(_plain(item, item_path, locations, issues))
         return items
     if isinstance(node, str):
         return _expand(str(node), path, locations, issues)
