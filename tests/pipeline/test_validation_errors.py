@@ -164,10 +164,12 @@ def test_every_error_in_a_file_is_reported_at_once_in_file_order(
         "(first at knowledge_bases[0])",
         "many_errors.yaml:19:15: knowledge_bases[1].parsers[0].type: unknown parser type 'pdff' "
         f"(registered: {registered(registry, 'parser')}); did you mean 'pdf'?",
-        "many_errors.yaml:24:23: middlewares[0].knowledge_bases[0]: 'faq' is not defined in "
+        "many_errors.yaml:22:19: knowledge_bases[1].chunker.parameters: overlap (8) must be "
+        "less than chunk_size (8)",
+        "many_errors.yaml:27:23: middlewares[0].knowledge_bases[0]: 'faq' is not defined in "
         "`knowledge_bases` (defined: notes)",
     ]
-    assert len(issues) == 10
+    assert len(issues) == 11
 
 
 def test_a_valid_file_has_no_issues(check: Check) -> None:
