@@ -6,15 +6,41 @@ pipeline file's validation, so they can never disagree.
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
+
+
+_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ComponentParameters(BaseModel):
-    """Base of every component's parameters: unknown keys are an error, values are frozen."""
+    """Base of every component's parameters: unknown keys are an error, values are frozen.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    A parameter named ``*_env`` holds the *name* of an environment variable
+    that holds a secret, never the secret itself.
+    """
+
+    # Inputs may hold secrets pasted in the wrong place: errors never repeat them.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _env_names_are_names(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if (
+                    key.endswith("_env")
+                    and isinstance(value, str)
+                    and not _ENV_VAR_NAME.fullmatch(value)
+                ):
+                    # The value is not repeated: it may be a secret pasted in the wrong place.
+                    raise ValueError(
+                        f"{key} must be the name of an environment variable (letters, digits "
+                        "and _), not its value"
+                    )
+        return data
 
 
 class Component:

@@ -25,6 +25,10 @@ class ParserError(RagflowError, ValueError):
         self.filename = filename
         self.cause = cause
 
+    def __reduce__(self) -> tuple[type[ParserError], tuple[str, str]]:
+        # Parsers run in worker processes; the error must survive the trip back.
+        return (type(self), (self.filename, self.cause))
+
 
 class EmbeddingError(RagflowError):
     """An embedding model failed: bad credentials, a rejected request, retries exhausted."""
@@ -40,6 +44,9 @@ class VectorStoreError(RagflowError):
         super().__init__(f"{store}: {cause}")
         self.store = store
         self.cause = cause
+
+    def __reduce__(self) -> tuple[type[VectorStoreError], tuple[str, str]]:
+        return (type(self), (self.store, self.cause))
 
 
 class CollectionMismatchError(RagflowError):

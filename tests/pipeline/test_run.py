@@ -92,12 +92,6 @@ async def test_the_default_process_pool_indexes_the_same(tmp_path: Path) -> None
     assert sorted(stored) == sorted(GOOD)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ParserError does not survive pickling (its __init__ takes filename and cause), "
-    "so a parse failure in a worker process breaks the whole pool: every file fails with "
-    "BrokenProcessPool. Fix: ParserError.__reduce__ in ragflow_config/_errors.py.",
-)
 async def test_a_parse_failure_in_a_worker_process_fails_only_that_file(tmp_path: Path) -> None:
     pipeline = Pipeline.load(make_project(tmp_path))
     report = await pipeline.run(options=RunOptions(workers=1))

@@ -87,7 +87,7 @@ class TestEnvironmentReferences:
         assert kb.collection == "notes_v2"  # ${RAGFLOW_TEST_COLLECTION}
         assert kb.description == "Costs $5 at Chez Max, Lyon"  # $$, ${VAR}, ${VAR:-default}
         # $${...} is the literal text, not a reference.
-        assert spec.vector_stores["memory"].parameters["api_key_env"] == "${NOT_A_REFERENCE}"
+        assert kb.sources[0].include == ["${NOT_A_REFERENCE}"]
 
     def test_a_whole_value_reference_takes_the_type_of_its_value(self) -> None:
         parameters = Pipeline.load("environment.yaml").spec.embeddings["hashing"].parameters
@@ -106,7 +106,7 @@ class TestEnvironmentReferences:
         monkeypatch.delenv("RAGFLOW_TEST_DIMENSIONS")
         # Said once each: the empty value does not also fail the schema.
         assert check("environment.yaml") == [
-            "environment.yaml:12:19: embeddings.hashing.parameters.dimensions: environment "
+            "environment.yaml:11:19: embeddings.hashing.parameters.dimensions: environment "
             "variable RAGFLOW_TEST_DIMENSIONS is not set "
             "(write ${RAGFLOW_TEST_DIMENSIONS:-default} to give a default)",
             "environment.yaml:19:17: knowledge_bases[0].collection: environment variable "
