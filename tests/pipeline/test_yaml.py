@@ -109,7 +109,7 @@ class TestEnvironmentReferences:
             "environment.yaml:11:19: embeddings.hashing.parameters.dimensions: environment "
             "variable RAGFLOW_TEST_DIMENSIONS is not set "
             "(write ${RAGFLOW_TEST_DIMENSIONS:-default} to give a default)",
-            "environment.yaml:19:17: knowledge_bases[0].collection: environment variable "
+            "environment.yaml:18:17: knowledge_bases[0].collection: environment variable "
             "RAGFLOW_TEST_COLLECTION is not set "
             "(write ${RAGFLOW_TEST_COLLECTION:-default} to give a default)",
         ]
