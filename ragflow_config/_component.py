@@ -10,7 +10,7 @@ import re
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
-
+from pydantic.config import JsonDict
 
 _ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -76,7 +76,7 @@ class Component:
 
 # Marks a parameter that holds a filesystem path: a pipeline file's relative
 # paths are resolved against the file's own folder, not the working directory.
-RELATIVE_PATH = {"x-ragflow-path": True}
+RELATIVE_PATH: JsonDict = {"x-ragflow-path": True}
 
 
 def is_path_field(model: type[BaseModel], name: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from ._errors import ConfigError, ConfigIssue, RagflowError
 from .pipeline import Change, Pipeline, RunOptions, RunReport, default_registry
+from .pipeline._registry import KINDS
 from .pipeline._schema import stale_schemas, write_schemas
 from .pipeline._spec import EvaluationSpec
 from .pipeline._validate import check_file
@@ -101,16 +102,21 @@ def _parser() -> argparse.ArgumentParser:
             )
 
     verify = command(
-        "verify", _verify,
+        "verify",
+        _verify,
         "reconcile the sources with what the store holds; exit 1 on drift (--fix re-indexes it)",
     )
     verify.add_argument("file", type=Path, metavar="FILE")
     verify.add_argument("--kb", action="append", metavar="NAME", help="only this knowledge base")
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
-    verify.add_argument("--fix", action="store_true",
-                        help="re-index the drifted and missing documents and delete the extra ones")
-    verify.add_argument("--force", action="store_true",
-                        help="with --fix: go past the mass-deletion guard")
+    verify.add_argument(
+        "--fix",
+        action="store_true",
+        help="re-index the drifted and missing documents and delete the extra ones",
+    )
+    verify.add_argument(
+        "--force", action="store_true", help="with --fix: go past the mass-deletion guard"
+    )
 
     search = command("search", _search, "search a knowledge base")
     search.add_argument("file", type=Path, metavar="FILE")
@@ -131,7 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("document_id", metavar="DOCUMENT_ID")
 
     evaluate = command(
-        "eval", _eval,
+        "eval",
+        _eval,
         "measure retrieval quality on each knowledge base's judged queries; "
         "with two files, compare them side by side",
     )
@@ -265,7 +272,13 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 # How `verify` names what a dry run finds.
-_DRIFT = {"add": "missing", "update": "drift", "repair": "drift", "delete": "extra", "keep": "extra"}
+_DRIFT = {
+    "add": "missing",
+    "update": "drift",
+    "repair": "drift",
+    "delete": "extra",
+    "keep": "extra",
+}
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -283,7 +296,10 @@ def _verify(args: argparse.Namespace) -> int:
         if change.action in _DRIFT
     ]
     if args.json:
-        rows = [{"knowledge_base": kb, "status": status, **vars(change)} for kb, status, change in drifted]
+        rows = [
+            {"knowledge_base": kb, "status": status, **vars(change)}
+            for kb, status, change in drifted
+        ]
         print(json.dumps({"healthy": not drifted, "drift": rows}, indent=2))
     else:
         for kb, status, change in drifted:
@@ -376,11 +392,14 @@ def _eval(args: argparse.Namespace) -> int:
     pipelines = [Pipeline.load(file) for file in args.files]
     first = pipelines[0]
     names = [
-        kb.name for kb in first.spec.knowledge_bases
+        kb.name
+        for kb in first.spec.knowledge_bases
         if kb.evaluation is not None and (not args.kb or kb.name in args.kb)
     ]
     if not names:
-        print(f"error: {args.files[0]}: no knowledge base with an `evaluation` block", file=sys.stderr)
+        print(
+            f"error: {args.files[0]}: no knowledge base with an `evaluation` block", file=sys.stderr
+        )
         return EXIT_ERROR
 
     async def measure(pipeline: Pipeline, name: str, spec: EvaluationSpec) -> Any:
@@ -401,8 +420,12 @@ def _eval(args: argparse.Namespace) -> int:
         for label, result, pipeline in zip(labels, results, pipelines, strict=True):
             own = next(kb.evaluation for kb in pipeline.spec.knowledge_bases if kb.name == name)
             thresholds = (own or spec).thresholds
-            failures += [f"{label}: {name}: {miss}" for miss in check_thresholds(result, thresholds)]
-        output[name] = {label: result.as_dict() for label, result in zip(labels, results, strict=True)}
+            failures += [
+                f"{label}: {name}: {miss}" for miss in check_thresholds(result, thresholds)
+            ]
+        output[name] = {
+            label: result.as_dict() for label, result in zip(labels, results, strict=True)
+        }
         if not args.json:
             if len(results) == 1:
                 print(format_table(results[0], f"{name} ({labels[0]})"))
@@ -418,7 +441,6 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _types(args: argparse.Namespace) -> int:
     registry = default_registry()
-    kinds = ("parser", "chunker", "embedding", "vector_store", "chat_model", "middleware")
     if args.json:
         data = {
             kind: {
@@ -427,15 +449,15 @@ def _types(args: argparse.Namespace) -> int:
                     "distribution": t.distribution,
                     "parameters": t.parameters_model.model_json_schema(),
                 }
-                for t in registry.types(kind)  # type: ignore[arg-type]
+                for t in registry.types(kind)
             }
-            for kind in kinds
+            for kind in KINDS
         }
         print(json.dumps(data, indent=2))
         return EXIT_OK
-    for kind in kinds:
+    for kind in KINDS:
         print(f"{kind}:")
-        for t in registry.types(kind):  # type: ignore[arg-type]
+        for t in registry.types(kind):
             print(f"  {t.name:<18} {t.description}")
             for name, field in t.parameters_model.model_fields.items():
                 default = (

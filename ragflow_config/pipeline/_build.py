@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ class BuiltPipeline:
 @contextlib.asynccontextmanager
 async def build(
     spec: PipelineSpec, folder: Path, registry: Registry, only: list[str] | None = None
-):  # type: ignore[no-untyped-def]
+) -> AsyncIterator[BuiltPipeline]:
     """Enter every store and model the pipeline (or the named knowledge bases) uses.
 
     Named blocks are built once and shared: two knowledge bases naming one
@@ -140,7 +141,7 @@ async def build(
             )
             cls = registry.get("middleware", middleware.type).cls
             built.middlewares.append(
-                cls(  # type: ignore[call-arg]
+                cls(
                     knowledge_bases=[built.knowledge_bases[n] for n in middleware.knowledge_bases],
                     rerank_model=rerank,
                     parameters=cls.Parameters.model_validate(middleware.parameters),

@@ -29,6 +29,7 @@ ENTRY_POINT_GROUPS: dict[Kind, str] = {
     "chat_model": "ragflow_config.chat_models",
     "middleware": "ragflow_config.middlewares",
 }
+KINDS: tuple[Kind, ...] = tuple(ENTRY_POINT_GROUPS)
 
 
 class UnknownTypeError(LookupError):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._registry import ComponentType, Registry
+from ._registry import KINDS, ComponentType, Registry
 from ._spec import COMPONENT_BLOCKS, MiddlewareSpec, PipelineSpec
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -74,8 +74,8 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
         (MiddlewareSpec.__doc__ or "").strip(),
         [_branch(component, extra, required) for component in registry.types("middleware")],
     )
-    for kind in ("parser", "chunker", "embedding", "vector_store", "chat_model", "middleware"):
-        for component in registry.types(kind):  # type: ignore[arg-type]
+    for kind in KINDS:
+        for component in registry.types(kind):
             ref = parameters_ref(component)
             parameters, nested = _parameters_schema(component, f"{ref}.")
             defs[ref] = parameters
@@ -98,8 +98,8 @@ def type_schema(component: ComponentType) -> dict[str, Any]:
 def render_schemas(registry: Registry) -> dict[str, str]:
     """Every schema file, by path relative to the schemas folder, as its exact text."""
     files = {PIPELINE_SCHEMA_FILE: pipeline_schema(registry)}
-    for kind in ("parser", "chunker", "embedding", "vector_store", "chat_model", "middleware"):
-        for component in registry.types(kind):  # type: ignore[arg-type]
+    for kind in KINDS:
+        for component in registry.types(kind):
             files[f"{TYPES_FOLDER}/{parameters_ref(component)}.schema.json"] = type_schema(
                 component
             )

@@ -76,5 +76,6 @@ __all__ = [
     "VectorRecord",
     "VectorSearchResult",
     "VectorStoreBase",
+    "VectorStoreError",
     "WordParser",
 ]
