@@ -87,7 +87,7 @@ class _QuerySet(_Strict):
     queries: list[JudgedQuery] = Field(min_length=1)
 
 
-def load_queries(path: Path, topics: Path | None = None) -> list[JudgedQuery]:
+def load_queries(path: str | Path, topics: str | Path | None = None) -> list[JudgedQuery]:
     """Read a judged query set; raise :class:`ConfigError` naming the file and line of each problem.
 
     ``.yaml``/``.yml``: ``queries: [{id, query, relevant: [{source, grade, passages}]}]``.
@@ -98,7 +98,14 @@ def load_queries(path: Path, topics: Path | None = None) -> list[JudgedQuery]:
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml", ".jsonl") and topics is not None:
         raise ConfigError(
-            [_issue(topics, 1, 1, f"a topics file is only used with TREC qrels, not {path.name}")]
+            [
+                _issue(
+                    Path(topics),
+                    1,
+                    1,
+                    f"a topics file is only used with TREC qrels, not {path.name}",
+                )
+            ]
         )
     if suffix in (".yaml", ".yml"):
         return _load_yaml(path)
@@ -140,7 +147,7 @@ def _format_loc(loc: Loc) -> str:
     return text
 
 
-def _errors(exc: ValidationError) -> Iterator[tuple[Loc, str]]:
+def _messages(exc: ValidationError) -> Iterator[tuple[Loc, str]]:
     for error in exc.errors():
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
@@ -187,7 +194,7 @@ def _load_yaml(path: Path) -> list[JudgedQuery]:
     except ValidationError as exc:
         issues = [
             _issue(path, *_position(document, loc), message, _format_loc(loc))
-            for loc, message in _errors(exc)
+            for loc, message in _messages(exc)
         ]
         raise ConfigError(issues) from None
     places = [_position(document, ("queries", index)) for index in range(len(queries))]
@@ -230,7 +237,7 @@ def _load_jsonl(path: Path) -> list[JudgedQuery]:
             queries.append(JudgedQuery.model_validate(data))
         except ValidationError as exc:
             issues += [
-                _issue(path, number, 1, message, _format_loc(loc)) for loc, message in _errors(exc)
+                _issue(path, number, 1, message, _format_loc(loc)) for loc, message in _messages(exc)
             ]
             continue
         places.append((number, 1))
