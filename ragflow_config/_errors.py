@@ -61,6 +61,14 @@ class ConfigError(RagflowError):
         super().__init__("\n".join(str(issue) for issue in issues))
 
 
+def format_path(path: tuple[str | int, ...]) -> str:
+    """``("knowledge_bases", 0, "chunker")`` -> ``knowledge_bases[0].chunker``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
 class ConfigIssue:
     """One problem in a pipeline file: where it is and what was expected."""
 

@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from .._errors import ConfigError, ConfigIssue
+from .._errors import ConfigError, ConfigIssue, format_path
 
 Loc = tuple[int | str, ...]
 
@@ -139,14 +139,6 @@ def _read(path: Path) -> str:
         raise ConfigError([_issue(path, 1, 1, f"not UTF-8 text: {exc}")]) from None
 
 
-def _format_loc(loc: Loc) -> str:
-    """``("queries", 2, "relevant")`` -> ``queries[2].relevant``."""
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def _messages(exc: ValidationError) -> Iterator[tuple[Loc, str]]:
     for error in exc.errors():
         message = error["msg"].removeprefix("Value error, ")
@@ -193,7 +185,7 @@ def _load_yaml(path: Path) -> list[JudgedQuery]:
         queries = _QuerySet.model_validate(document).queries
     except ValidationError as exc:
         issues = [
-            _issue(path, *_position(document, loc), message, _format_loc(loc))
+            _issue(path, *_position(document, loc), message, format_path(loc))
             for loc, message in _messages(exc)
         ]
         raise ConfigError(issues) from None
@@ -237,7 +229,7 @@ def _load_jsonl(path: Path) -> list[JudgedQuery]:
             queries.append(JudgedQuery.model_validate(data))
         except ValidationError as exc:
             issues += [
-                _issue(path, number, 1, message, _format_loc(loc)) for loc, message in _messages(exc)
+                _issue(path, number, 1, message, format_path(loc)) for loc, message in _messages(exc)
             ]
             continue
         places.append((number, 1))

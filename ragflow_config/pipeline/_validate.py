@@ -17,11 +17,11 @@ from jsonschema import Draft202012Validator, ValidationError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from .._errors import ConfigError, ConfigIssue
+from .._errors import ConfigError, ConfigIssue, format_path
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import KIND_MARKER, pipeline_schema
 from ._spec import KnowledgeBaseSpec, PipelineSpec
-from ._yaml import JsonPath, Locations, format_path, load_yaml
+from ._yaml import JsonPath, Locations, load_yaml
 
 # The sections of named blocks, and the kind of block each holds.
 _SECTIONS: dict[str, Kind] = {

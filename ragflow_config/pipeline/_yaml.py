@@ -12,7 +12,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from .._errors import ConfigIssue
+from .._errors import ConfigIssue, format_path
 
 JsonPath = tuple[str | int, ...]
 
@@ -48,14 +48,6 @@ class Locations:
             if where[: len(path)] == path:
                 message = message.replace(repr(value), repr(written))
         return ConfigIssue(self.file, line, column, format_path(path), message)
-
-
-def format_path(path: JsonPath) -> str:
-    """``("knowledge_bases", 0, "chunker")`` -> ``knowledge_bases[0].chunker``."""
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text
 
 
 def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[ConfigIssue]]:
