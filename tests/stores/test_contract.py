@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ragflow_config import VectorStoreError
+from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
 
 from .conftest import StoreCase, make_record
@@ -237,11 +238,12 @@ async def test_keys_and_line_breaks_are_matched_exactly_or_refused(
             make_record("nested", 0, unit(1), {"a": {"b": "v"}, "text": "two lines"}),
         ],
     )
-    for metadata_filter, expected in [
+    cases: list[tuple[dict[str, Any], set[str]]] = [
         ({"a.b": "v"}, {"dotted"}),
         ({"a": {"b": "v"}}, {"nested"}),
         ({"text": "two\nlines"}, {"dotted"}),
-    ]:
+    ]
+    for metadata_filter, expected in cases:
         try:
             listed = await counts(store, collection, metadata_filter)
         except ValueError:
@@ -321,9 +323,8 @@ async def test_list_chunks_pages_by_chunk_index(store: VectorStoreBase, collecti
     assert await page(0, 0) == []
     assert await page(0, 30, metadata_filter={"tenant": "t"}) == list(range(25))
     assert await page(0, 30, metadata_filter={"tenant": "u"}) == []
-    assert (await store.list_chunks(collection, "doc", offset=3, limit=1))[0].content.text == (
-        "doc #3"
-    )
+    [third] = await store.list_chunks(collection, "doc", offset=3, limit=1)
+    assert third.content == TextBlock(text="doc #3", id=third.content.id)
 
 
 async def test_a_reopened_store_finds_its_data(case: StoreCase) -> None:

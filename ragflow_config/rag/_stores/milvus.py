@@ -265,12 +265,11 @@ class MilvusLiteStore(VectorStoreBase):
                 )
         size = self.parameters.batch_size
         for start in range(0, len(records), size):
-            rows = [_row(record) for record in records[start : start + size]]
-            await self._call(
-                lambda client, rows=rows: client.upsert(
-                    collection, rows, timeout=self.parameters.timeout
-                )
-            )
+            await self._upsert(collection, [_row(record) for record in records[start : start + size]])
+
+    async def _upsert(self, collection: str, rows: list[dict[str, Any]]) -> None:
+        timeout = self.parameters.timeout
+        await self._call(lambda client: client.upsert(collection, rows, timeout=timeout))
 
     async def delete(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
@@ -324,23 +323,27 @@ class MilvusLiteStore(VectorStoreBase):
             if last_id is not None:
                 after = f'id > "{last_id}"'  # ids are hex digests: nothing to escape
                 page_filter = f"({expression}) and {after}" if expression else after
-            page = await self._call(
-                lambda client, page_filter=page_filter: client.query(
-                    collection,
-                    filter=page_filter,
-                    output_fields=["id", *fields],
-                    limit=_QUERY_PAGE,
-                    timeout=self.parameters.timeout,
-                    # As pymilvus's own query iterator does: the server then
-                    # returns the lowest ids in order, which keyset paging needs.
-                    iterator="True",
-                    reduce_stop_for_best="True",
-                )
-            )
+            page = await self._query_page(collection, page_filter, ["id", *fields])
             rows.extend(page)
             if len(page) < _QUERY_PAGE:
                 return rows
             last_id = max(row["id"] for row in page)
+
+    async def _query_page(self, collection: str, expression: str, fields: list[str]) -> list[Any]:
+        timeout = self.parameters.timeout
+        return await self._call(
+            lambda client: client.query(
+                collection,
+                filter=expression,
+                output_fields=fields,
+                limit=_QUERY_PAGE,
+                timeout=timeout,
+                # As pymilvus's own query iterator does: the server then returns
+                # the lowest ids in order, which keyset paging relies on.
+                iterator="True",
+                reduce_stop_for_best="True",
+            )
+        )
 
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None

@@ -77,7 +77,7 @@ class PgVectorStore(VectorStoreBase):
         self._dsn: str | None = None
         self._where = f"${self.parameters.dsn_env}"
         self._connection: Any = None
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
         self._iterative_scan = False
 
     @property
@@ -100,7 +100,12 @@ class PgVectorStore(VectorStoreBase):
             info.get("dbname") or info.get("user") or ""
         )
         self._dsn = dsn
-        await self._run(lambda connection: connection.execute("SELECT 1"))
+        self._lock = asyncio.Lock()  # made here: a lock belongs to one event loop
+        try:
+            await self._run(lambda connection: connection.execute("SELECT 1"))
+        except BaseException:
+            self._dsn = self._lock = None
+            raise
         return self
 
     async def __aexit__(
@@ -109,22 +114,25 @@ class PgVectorStore(VectorStoreBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._dsn = None
+        self._dsn = self._lock = None
         if self._connection is not None:
             connection, self._connection = self._connection, None
             await connection.close()
 
     async def _connect(self) -> Any:
         """The open connection, (re)connecting with pgvector's types registered."""
-        if self._connection is not None and not self._connection.closed:
-            return self._connection
-        if self._dsn is None:
-            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
+        if self._connection is not None:
+            if not self._connection.closed:
+                return self._connection
+            self._connection = None  # broken: the server closed it, or the network failed
         psycopg = require("psycopg", "pgvector")
         from pgvector.psycopg import register_vector_async
 
         connection = await psycopg.AsyncConnection.connect(
-            self._dsn, autocommit=True, connect_timeout=max(2, round(self.parameters.timeout))
+            str(self._dsn),
+            autocommit=True,
+            connect_timeout=max(2, round(self.parameters.timeout)),
+            application_name="ragflow-config",
         )
         try:
             await connection.execute(
@@ -154,6 +162,8 @@ class PgVectorStore(VectorStoreBase):
         psycopg = require("psycopg", "pgvector")
 
         async def attempt() -> T:
+            if self._dsn is None or self._lock is None:
+                raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
             async with self._lock:
                 try:
                     return await work(await self._connect())
