@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, field_validator
 
-from ..._component import ComponentParameters
+from ..._component import RELATIVE_PATH, ComponentParameters
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import MilvusCredential
@@ -54,6 +54,7 @@ class MilvusLiteStore(VectorStoreBase):
         uri: str = Field(
             default="./ragflow_milvus.db",
             description="A local Milvus Lite file ending in .db, or a server URI (http://host:19530).",
+            json_schema_extra=RELATIVE_PATH,
         )
         token_env: str = Field(
             default="MILVUS_TOKEN",
@@ -291,11 +292,12 @@ class MilvusLiteStore(VectorStoreBase):
         if top_k <= 0:
             return []
         distance = self.parameters.distance
+        expression = self._expression(metadata_filter)
         hits = await self._call(
             lambda client: client.search(
                 collection,
                 data=[query_vector],
-                filter=self._expression(metadata_filter),
+                filter=expression,
                 limit=top_k,
                 output_fields=["document_id", "chunk"],
                 anns_field="vector",
