@@ -102,7 +102,7 @@ def pipeline_file(corpus: Path, store: Path, model: str) -> Path:
 async def ours(args: argparse.Namespace) -> dict[str, Any]:
     path = pipeline_file(args.corpus, args.store, args.model)
     started = time.perf_counter()
-    report = await Pipeline.load(path).run(options=RunOptions())
+    report = await Pipeline.load(path).run(options=RunOptions(workers=args.workers))
     seconds = time.perf_counter() - started
     (kb,) = report.knowledge_bases
     if report.failed:
@@ -226,6 +226,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, required=True, help="Qdrant local folder")
     parser.add_argument("--model", choices=["hashing", "minilm"], default="hashing")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=None, help="ours: parser processes (default: the runner's)")
     args = parser.parse_args()
     args.corpus, args.store = args.corpus.resolve(), args.store.resolve()
     args.store.parent.mkdir(parents=True, exist_ok=True)
