@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -29,14 +28,6 @@ async def mongod() -> AsyncIterator[FakeMongod]:
     await server.start()
     yield server
     await server.stop()
-
-
-@pytest.fixture
-def closed_port() -> int:
-    """A local port nothing listens on: connecting is refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def make_record(
