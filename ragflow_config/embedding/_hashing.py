@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from functools import lru_cache
 from itertools import pairwise
 from typing import ClassVar
 
@@ -47,11 +48,19 @@ class HashingEmbeddingModel(EmbeddingModelBase):
         # Text without a word (punctuation, emptiness) still gets a unit vector:
         # a zero vector has no cosine and some stores reject it.
         features = words + [f"{a} {b}" for a, b in pairwise(words)] or [text.strip()]
-        vector = [0.0] * self.dimensions
+        dimensions = self.dimensions
+        vector = [0.0] * dimensions
         for feature in features:
-            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-            value = int.from_bytes(digest, "little")
-            vector[value % self.dimensions] += 1.0 if value >> 63 else -1.0
+            value = _feature_hash(feature)
+            vector[value % dimensions] += 1.0 if value >> 63 else -1.0
         # Never zero: 2n-1 (or 1) features of +-1 cannot all cancel out.
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector]
+
+
+@lru_cache(maxsize=1 << 16)
+def _feature_hash(feature: str) -> int:
+    """A stable 64-bit hash (Python's own ``hash`` changes between processes)."""
+    return int.from_bytes(
+        hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little"
+    )

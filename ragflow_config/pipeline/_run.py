@@ -132,18 +132,25 @@ class RunOptions:
 
 
 def fingerprint(plan: IndexingPlan) -> dict[str, str]:
-    """What produced a knowledge base's vectors; a change means they must be made again."""
+    """What produced a knowledge base's vectors; a change means they must be made again.
+
+    One short digest per part, so a change can be named without every chunk
+    carrying the whole description.
+    """
     model = plan.knowledge_base.embedding_model
-    embedding = f"{type(model).__name__}/{model.model}/{model.dimensions}"
     chunker = {"type": plan.spec.chunker.type, **plan.chunker.parameters.model_dump(mode="json")}
     parsers = [
         {"type": block.type, **parser.parameters.model_dump(mode="json")}
         for block, parser in zip(plan.spec.parsers, plan.parsers, strict=True)
     ]
+    parts = {
+        "embedding": [type(model).__name__, model.model, model.dimensions],
+        "chunker": chunker,
+        "parsers": parsers,
+    }
     return {
-        "embedding": embedding,
-        "chunker": json.dumps(chunker, sort_keys=True),
-        "parsers": json.dumps(parsers, sort_keys=True),
+        name: hashlib.sha256(json.dumps(part, sort_keys=True).encode()).hexdigest()[:16]
+        for name, part in parts.items()
     }
 
 

@@ -8,7 +8,7 @@ import logging
 import math
 import random
 from abc import abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -158,27 +158,28 @@ def matches_filter(metadata: dict[str, Any], metadata_filter: dict[str, Any] | N
     return True
 
 
-def summarize(
-    rows: list[tuple[str, Chunk]] | Any,
-) -> list[DocumentSummary]:
-    """Aggregate ``(document_id, chunk)`` rows into one summary per document.
+def summarize(rows: Iterable[tuple[str, dict[str, Any]]]) -> list[DocumentSummary]:
+    """Aggregate ``(document_id, chunk JSON)`` rows into one summary per document.
 
-    ``source`` and ``metadata`` come from the document's lowest-indexed chunk
-    seen, so the summary does not depend on the order the store returns rows in.
+    The chunk JSON needs only ``source``, ``chunk_index`` and ``metadata`` (a
+    store may leave the content out). ``source`` and ``metadata`` come from the
+    document's lowest-indexed chunk, so the summary does not depend on the
+    order rows come in, and a document whose chunk 0 is written last looks
+    complete only once it is.
     """
-    first: dict[str, Chunk] = {}
+    first: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
     for document_id, chunk in rows:
         counts[document_id] = counts.get(document_id, 0) + 1
         seen = first.get(document_id)
-        if seen is None or chunk.chunk_index < seen.chunk_index:
+        if seen is None or chunk["chunk_index"] < seen["chunk_index"]:
             first[document_id] = chunk
     return [
         DocumentSummary(
             document_id=document_id,
-            source=chunk.source,
+            source=chunk.get("source", ""),
             chunk_count=counts[document_id],
-            metadata=dict(chunk.metadata),
+            metadata=dict(chunk.get("metadata") or {}),
         )
         for document_id, chunk in first.items()
     ]

@@ -353,7 +353,7 @@ class MilvusLiteStore(VectorStoreBase):
         rows = await self._query_all(
             collection, self._expression(metadata_filter), ["document_id", "chunk"]
         )
-        return summarize((row["document_id"], Chunk.model_validate(row["chunk"])) for row in rows)
+        return summarize((row["document_id"], row["chunk"]) for row in rows)
 
     async def list_chunks(
         self,

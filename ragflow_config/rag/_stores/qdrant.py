@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .base import VectorStoreBase, flatten_filter, record_id, summarize, with_retries
 
 _SCROLL_PAGE = 512
+_LOCAL_SCROLL_PAGE = 8192
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -279,31 +281,39 @@ class QdrantStore(VectorStoreBase):
             for point in response.points
         ]
 
-    async def _scroll(self, collection: str, scroll_filter: Any) -> list[Any]:
-        points: list[Any] = []
+    async def _scroll(
+        self, collection: str, scroll_filter: Any, with_payload: Any = True
+    ) -> AsyncIterator[Any]:
+        # Local mode sorts every id on each page, so it pays to ask for large pages.
+        size = _SCROLL_PAGE if self.parameters.url is not None else _LOCAL_SCROLL_PAGE
         offset = None
         while True:
             page, offset = await self._call(
                 lambda offset=offset: self.client.scroll(
                     collection_name=collection,
                     scroll_filter=scroll_filter,
-                    limit=_SCROLL_PAGE,
+                    limit=size,
                     offset=offset,
-                    with_payload=True,
+                    with_payload=with_payload,
                     with_vectors=False,
                 )
             )
-            points.extend(page)
+            for point in page:
+                yield point
             if offset is None:
-                return points
+                return
 
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[DocumentSummary]:
-        points = await self._scroll(collection, self._filter(metadata_filter))
-        return summarize(
-            (p.payload["document_id"], Chunk.model_validate(p.payload["chunk"])) for p in points
-        )
+        without_content = self._models().PayloadSelectorExclude(exclude=["chunk.content"])
+        rows = [
+            (point.payload["document_id"], point.payload["chunk"])
+            async for point in self._scroll(
+                collection, self._filter(metadata_filter), without_content
+            )
+        ]
+        return summarize(rows)
 
     async def list_chunks(
         self,
@@ -317,8 +327,11 @@ class QdrantStore(VectorStoreBase):
         if limit <= 0:
             return []
         window = range(offset, offset + limit)
-        points = await self._scroll(collection, self._filter(metadata_filter, document_id, window))
-        chunks = (Chunk.model_validate(p.payload["chunk"]) for p in points)
+        scroll_filter = self._filter(metadata_filter, document_id, window)
+        chunks = [
+            Chunk.model_validate(point.payload["chunk"])
+            async for point in self._scroll(collection, scroll_filter)
+        ]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)
 
 
