@@ -408,7 +408,13 @@ def _eval(args: argparse.Namespace) -> int:
             first.path.parent / spec.topics if spec.topics else None,
         )
         async with pipeline.build([name]) as built:
-            return await evaluate(built.knowledge_base(name), queries, spec.k)
+            knowledge_base = built.knowledge_base(name)
+            if not await knowledge_base.list_documents():
+                raise RagflowError(
+                    f"{pipeline.path.name}: knowledge base {name!r} holds no documents; "
+                    f"index it first: ragflow-config run {pipeline.path}"
+                )
+            return await evaluate(knowledge_base, queries, spec.k)
 
     failures: list[str] = []
     output: dict[str, Any] = {}

@@ -1,0 +1,104 @@
+"""`ragflow-config eval` on real pipeline files: tables, thresholds, comparisons."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ragflow_config.cli import main
+
+DOCUMENTS = {
+    "cats.md": "Cats sleep twelve to sixteen hours a day and purr when content.",
+    "dogs.md": "Dogs bark at strangers and love long walks in the park.",
+    "tea.md": "Green tea is brewed with water below boiling for two minutes.",
+}
+QUERIES = """\
+queries:
+  - {id: q1, query: how many hours do cats sleep, relevant: [cats.md]}
+  - {id: q2, query: dogs bark at strangers, relevant: [dogs.md]}
+  - {id: q3, query: brewing green tea water, relevant: [{source: tea.md, grade: 2}]}
+"""
+
+
+def project(tmp_path: Path, name: str, chunk_size: int, recall: float) -> Path:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir(exist_ok=True)
+    for file, text in DOCUMENTS.items():
+        (corpus / file).write_text(text, encoding="utf-8")
+    (tmp_path / "queries.yaml").write_text(QUERIES, encoding="utf-8")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        textwrap.dedent(f"""\
+        version: 1
+        vector_stores:
+          store: {{type: qdrant, parameters: {{path: store-{name}}}}}
+        embeddings:
+          model: {{type: hashing, parameters: {{dimensions: 256}}}}
+        knowledge_bases:
+          - name: notes
+            sources: [{{path: corpus}}]
+            chunker: {{type: approx_token, parameters: {{chunk_size: {chunk_size}, overlap: 0}}}}
+            embedding: model
+            vector_store: store
+            collection: notes
+            evaluation:
+              queries: queries.yaml
+              k: 2
+              thresholds: {{recall: {recall}}}
+        """),
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_eval_prints_a_table_and_passes_its_thresholds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.9)
+    assert main(["run", str(path), "--workers", "0"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "3 queries, k = 2" in out
+    assert "recall@2" in out and "1.0000" in out
+
+
+def test_a_missed_threshold_fails_naming_metric_value_and_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.9)
+    main(["run", str(path), "--workers", "0"])
+    (tmp_path / "queries.yaml").write_text(
+        QUERIES + "  - {id: q4, query: zebra stripes savanna, relevant: [nowhere.md]}\n"
+    )
+    capsys.readouterr()
+    assert main(["eval", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    failures = json.loads(captured.out)["failures"]
+    assert failures == [f"{path}: notes: recall@2 = 0.75 < 0.90"]
+    assert "FAILED" in captured.err
+
+
+def test_an_unindexed_knowledge_base_is_an_error_not_zero_scores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.5)
+    assert main(["eval", str(path)]) == 1
+    assert "holds no documents; index it first" in capsys.readouterr().err
+
+
+def test_two_pipelines_are_compared_side_by_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    left = project(tmp_path, "a", 64, recall=0.5)
+    right = project(tmp_path, "b", 8, recall=0.5)
+    for path in (left, right):
+        main(["run", str(path), "--workers", "0"])
+    capsys.readouterr()
+    assert main(["eval", str(left), str(right)]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[1].split()
+    assert header == ["metric", str(left), str(right), "difference"]
