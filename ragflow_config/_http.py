@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 import httpx
+from pydantic import SecretStr
 
 from ._errors import RagflowError
 
@@ -126,3 +127,61 @@ def _redact(text: str, secrets: list[str]) -> str:
         if len(token) >= 8:
             text = text.replace(token, "***")
     return text
+
+
+class OpenAIEndpoint:
+    """An OpenAI-compatible HTTP API: a base URL, an optional bearer key, one client per loop.
+
+    Shared by the embedding and chat models so both name the remote, send the
+    key and manage their connections the same way.
+    """
+
+    def __init__(
+        self, base_url: str, api_key: SecretStr | None, timeout: float, label: str
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._timeout = timeout
+        self._label = label
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def service(self) -> str:
+        """How errors and logs name the remote: never with credentials in the URL."""
+        url = httpx.URL(self.base_url).copy_with(username=None, password=None)
+        return f"{self._label} at {url}"
+
+    async def post(
+        self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int
+    ) -> Any:
+        headers = (
+            {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
+            if self._api_key is not None
+            else None
+        )
+        return await post_json(
+            self._http_client(),
+            f"{self.base_url}/{path}",
+            payload,
+            service=self.service,
+            error=error,
+            headers=headers,
+            max_retries=max_retries,
+        )
+
+    def _http_client(self) -> httpx.AsyncClient:
+        # A client's connections belong to the event loop that opened them, so an
+        # endpoint reused under a new loop (a second ``asyncio.run``) needs a new client.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(timeout=self._timeout)
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        client, self._client = self._client, None
+        # A client opened under another, finished loop cannot be closed from this one.
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.aclose()

@@ -6,15 +6,13 @@ and Text Embeddings Inference's OpenAI route.
 
 from __future__ import annotations
 
-import asyncio
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
-import httpx
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .._errors import EmbeddingError
-from .._http import post_json
+from .._http import OpenAIEndpoint
 from ..credential import DashScopeCredential, OpenAICredential
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters
@@ -85,9 +83,12 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         credential = credential or self.credential_type.from_environment(
             {"api_key": self.parameters.api_key_env}
         )
-        self._api_key: SecretStr | None = credential.api_key
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._endpoint = OpenAIEndpoint(
+            self.parameters.base_url,
+            credential.api_key,
+            self.parameters.timeout,
+            f"{self.service_label} ({self.parameters.model})",
+        )
 
     @property
     def model(self) -> str:
@@ -100,8 +101,7 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
     @property
     def service(self) -> str:
         """How errors and logs name the remote: never with credentials in the URL."""
-        url = httpx.URL(self.parameters.base_url).copy_with(username=None, password=None)
-        return f"{self.service_label} ({self.model}) at {url}"
+        return self._endpoint.service
 
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         if not all(isinstance(item, str) for item in batch):
@@ -110,19 +110,8 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         payload: dict[str, Any] = {"model": p.model, "input": batch, "encoding_format": "float"}
         if p.send_dimensions:
             payload["dimensions"] = p.dimensions
-        headers = (
-            {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
-            if self._api_key is not None
-            else None
-        )
-        body = await post_json(
-            self._http_client(),
-            f"{p.base_url}/embeddings",
-            payload,
-            service=self.service,
-            error=EmbeddingError,
-            headers=headers,
-            max_retries=p.max_retries,
+        body = await self._endpoint.post(
+            "embeddings", payload, error=EmbeddingError, max_retries=p.max_retries
         )
         return self._vectors(body, expected=len(batch))
 
@@ -150,21 +139,9 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
                 )
         return [item.embedding for item in sorted(items, key=lambda item: item.index)]
 
-    def _http_client(self) -> httpx.AsyncClient:
-        # A client's connections belong to the event loop that opened them, so a
-        # model reused under a new loop (a second ``asyncio.run``) needs a new client.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = httpx.AsyncClient(timeout=self.parameters.timeout)
-            self._client_loop = loop
-        return self._client
-
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""
-        client, self._client = self._client, None
-        # A client opened under another, finished loop cannot be closed from this one.
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.aclose()
+        await self._endpoint.aclose()
 
     async def __aenter__(self: M) -> M:
         return self

@@ -8,11 +8,10 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, ClassVar
 
-import httpx
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._errors import ChatModelError
-from .._http import post_json
+from .._http import OpenAIEndpoint
 from ..credential import DashScopeCredential, OpenAICredential
 from ..message import Msg
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
@@ -70,8 +69,12 @@ class OpenAICompatibleChatModel(ChatModelBase):
         credential = credential or self.credential_type.from_environment(
             {"api_key": self.parameters.api_key_env}
         )
-        self._api_key: SecretStr | None = credential.api_key
-        self._client: httpx.AsyncClient | None = None
+        self._endpoint = OpenAIEndpoint(
+            self.parameters.base_url,
+            credential.api_key,
+            self.parameters.timeout,
+            f"{self.service_label} ({self.parameters.model})",
+        )
 
     @property
     def model_name(self) -> str:
@@ -80,8 +83,7 @@ class OpenAICompatibleChatModel(ChatModelBase):
     @property
     def service(self) -> str:
         """How errors and logs name the remote: never with credentials in the URL."""
-        url = httpx.URL(self.parameters.base_url).copy_with(username=None, password=None)
-        return f"{self.service_label} ({self.model_name}) at {url}"
+        return self._endpoint.service
 
     async def __call__(
         self, messages: list[Msg], tools: list[dict[str, Any]] | None = None
@@ -95,19 +97,8 @@ class OpenAICompatibleChatModel(ChatModelBase):
             payload["tools"] = tools
         if p.temperature is not None:
             payload["temperature"] = p.temperature
-        headers = (
-            {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
-            if self._api_key is not None
-            else None
-        )
-        body = await post_json(
-            self._http_client(),
-            f"{p.base_url}/chat/completions",
-            payload,
-            service=self.service,
-            error=ChatModelError,
-            headers=headers,
-            max_retries=p.max_retries,
+        body = await self._endpoint.post(
+            "chat/completions", payload, error=ChatModelError, max_retries=p.max_retries
         )
         try:
             return ChatResponse(content=WireResponse.model_validate(body).blocks())
@@ -118,16 +109,9 @@ class OpenAICompatibleChatModel(ChatModelBase):
                 f"{self.service}: unexpected response: {where}: {problem['msg']}"
             ) from None
 
-    def _http_client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.parameters.timeout)
-        return self._client
-
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._endpoint.aclose()
 
     async def __aenter__(self) -> OpenAICompatibleChatModel:
         return self
