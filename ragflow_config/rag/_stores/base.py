@@ -10,9 +10,11 @@ import random
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from ..._component import Component
+from pydantic import Field
+
+from ..._component import Component, ComponentParameters
 from ..._errors import VectorStoreError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 
@@ -22,6 +24,22 @@ T = TypeVar("T")
 
 Scalar = str | int | float | bool
 FilterPair = tuple[tuple[str, ...], Scalar]
+
+
+class StoreParameters(ComponentParameters):
+    """Options every vector store has."""
+
+    distance: Literal["cosine", "dot", "euclidean"] = Field(
+        default="cosine",
+        description="Similarity metric of new collections. Scores are on one scale on every "
+        "store: cosine similarity, the inner product, or the negated euclidean distance.",
+    )
+    max_retries: int = Field(
+        default=3,
+        ge=0,
+        le=10,
+        description="Retries, with backoff, of an idempotent call that could not reach the server.",
+    )
 
 
 class VectorStoreBase(Component):
@@ -127,7 +145,9 @@ def flatten_filter(metadata_filter: dict[str, Any] | None) -> list[FilterPair]:
                 raise ValueError(f"metadata_filter: empty mapping at {'.'.join(prefix)!r}")
             for key, inner in value.items():
                 if not isinstance(key, str) or not key:
-                    raise ValueError(f"metadata_filter: keys must be non-empty strings, got {key!r}")
+                    raise ValueError(
+                        f"metadata_filter: keys must be non-empty strings, got {key!r}"
+                    )
                 walk((*prefix, key), inner)
             return
         if isinstance(value, float) and not math.isfinite(value):
@@ -209,7 +229,11 @@ async def with_retries(
             delay = min(max_delay, base_delay * 2 ** (attempt - 1)) * (0.5 + random.random())
             logger.warning(
                 "%s: %s, retrying in %.1fs (attempt %d of %d)",
-                store, type(exc).__name__, delay, attempt, attempts,
+                store,
+                type(exc).__name__,
+                delay,
+                attempt,
+                attempts,
             )
             await asyncio.sleep(delay)
     raise AssertionError("unreachable")

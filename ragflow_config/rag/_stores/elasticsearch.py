@@ -13,12 +13,12 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from ..._component import RELATIVE_PATH, ComponentParameters
+from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import ElasticsearchCredential, MissingSecretError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import Scalar, VectorStoreBase, flatten_filter, record_id, with_retries
+from .base import Scalar, StoreParameters, VectorStoreBase, flatten_filter, record_id, with_retries
 
 T = TypeVar("T")
 
@@ -57,7 +57,7 @@ class ElasticsearchStore(VectorStoreBase):
     whose major version matches the client's.
     """
 
-    class Parameters(ComponentParameters):
+    class Parameters(StoreParameters):
         hosts: str | list[str] = Field(
             description="URL of an Elasticsearch node, or a list of them.",
         )
@@ -78,9 +78,6 @@ class ElasticsearchStore(VectorStoreBase):
             description="CA bundle that signed the cluster's TLS certificate.",
             json_schema_extra=RELATIVE_PATH,
         )
-        distance: Literal["cosine", "dot", "euclidean"] = Field(
-            default="cosine", description="Similarity metric of new indexes."
-        )
         num_candidates: int = Field(
             default=100,
             ge=1,
@@ -93,12 +90,6 @@ class ElasticsearchStore(VectorStoreBase):
         )
         batch_size: int = Field(default=500, ge=1, description="Records per bulk request.")
         timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
-        max_retries: int = Field(
-            default=3,
-            ge=0,
-            le=10,
-            description="Retries of a request that failed to connect, timed out or got 429/5xx.",
-        )
 
         @field_validator("hosts")
         @classmethod

@@ -12,16 +12,24 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import Field, field_validator
 
-from ..._component import RELATIVE_PATH, ComponentParameters
+from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import MilvusCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import FilterPair, VectorStoreBase, flatten_filter, record_id, summarize, with_retries
+from .base import (
+    FilterPair,
+    StoreParameters,
+    VectorStoreBase,
+    flatten_filter,
+    record_id,
+    summarize,
+    with_retries,
+)
 
 T = TypeVar("T")
 
@@ -50,7 +58,7 @@ class MilvusLiteStore(VectorStoreBase):
     expressions in which no document id or filter value can change the syntax.
     """
 
-    class Parameters(ComponentParameters):
+    class Parameters(StoreParameters):
         uri: str = Field(
             default="./ragflow_milvus.db",
             description="A local Milvus Lite file ending in .db, or a server URI (http://host:19530).",
@@ -60,17 +68,8 @@ class MilvusLiteStore(VectorStoreBase):
             default="MILVUS_TOKEN",
             description="Environment variable holding a Milvus server's token, if it needs one.",
         )
-        distance: Literal["cosine", "dot", "euclidean"] = Field(
-            default="cosine", description="Similarity metric of new collections."
-        )
         batch_size: int = Field(default=256, ge=1, description="Entities per upsert request.")
         timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
-        max_retries: int = Field(
-            default=3,
-            ge=0,
-            le=10,
-            description="Retries of an idempotent call that could not reach the server.",
-        )
 
         @field_validator("uri")
         @classmethod
@@ -211,9 +210,7 @@ class MilvusLiteStore(VectorStoreBase):
             return
         pymilvus = require("pymilvus", "milvus")
         DataType = pymilvus.DataType
-        schema = pymilvus.AsyncMilvusClient.create_schema(
-            auto_id=False, enable_dynamic_field=False
-        )
+        schema = pymilvus.AsyncMilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, max_length=64, is_primary=True)
         schema.add_field("document_key", DataType.VARCHAR, max_length=64)
         schema.add_field("document_id", DataType.VARCHAR, max_length=_MAX_VARCHAR)
@@ -266,7 +263,9 @@ class MilvusLiteStore(VectorStoreBase):
                 )
         size = self.parameters.batch_size
         for start in range(0, len(records), size):
-            await self._upsert(collection, [_row(record) for record in records[start : start + size]])
+            await self._upsert(
+                collection, [_row(record) for record in records[start : start + size]]
+            )
 
     async def _upsert(self, collection: str, rows: list[dict[str, Any]]) -> None:
         timeout = self.parameters.timeout
@@ -375,7 +374,9 @@ class MilvusLiteStore(VectorStoreBase):
     def _expression(
         self, metadata_filter: dict[str, Any] | None, document_id: str | None = None
     ) -> str:
-        clauses = [_metadata_clause(self.store_name, pair) for pair in flatten_filter(metadata_filter)]
+        clauses = [
+            _metadata_clause(self.store_name, pair) for pair in flatten_filter(metadata_filter)
+        ]
         if document_id is not None:
             clauses.insert(0, f'document_key == "{_document_key(document_id)}"')
         return " and ".join(clauses)

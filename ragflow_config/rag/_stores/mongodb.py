@@ -11,12 +11,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, field_validator
 
-from ..._component import ComponentParameters
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import VectorStoreBase, flatten_filter, record_id, with_retries
+from .base import StoreParameters, VectorStoreBase, flatten_filter, record_id, with_retries
 
 T = TypeVar("T")
 
@@ -45,13 +44,10 @@ class MongoDBStore(VectorStoreBase):
     With ``distance: dot`` MongoDB expects unit-length vectors.
     """
 
-    class Parameters(ComponentParameters):
+    class Parameters(StoreParameters):
         database: str = Field(description="Database holding one collection per knowledge base.")
         uri_env: str = Field(
             default="MONGODB_URI", description="Environment variable holding the connection string."
-        )
-        distance: Literal["cosine", "dot", "euclidean"] = Field(
-            default="cosine", description="Similarity metric of new vector search indexes."
         )
         index_name: str = Field(
             default="vector_index", min_length=1, description="Name of the vector search index."
@@ -74,12 +70,6 @@ class MongoDBStore(VectorStoreBase):
         batch_size: int = Field(default=500, ge=1, description="Records per bulk write.")
         timeout: float = Field(
             default=30.0, gt=0, description="Seconds to find a server and to wait on a socket."
-        )
-        max_retries: int = Field(
-            default=3,
-            ge=0,
-            le=10,
-            description="Retries of an operation that lost its connection or found no server.",
         )
 
         @field_validator("database")

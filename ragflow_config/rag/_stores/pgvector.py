@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import Field
 
-from ..._component import ComponentParameters
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import PostgresCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import VectorStoreBase, flatten_filter, with_retries
+from .base import StoreParameters, VectorStoreBase, flatten_filter, with_retries
 
 T = TypeVar("T")
 
@@ -43,24 +42,15 @@ class PgVectorStore(VectorStoreBase):
     A broken connection is reopened on the next attempt.
     """
 
-    class Parameters(ComponentParameters):
+    class Parameters(StoreParameters):
         dsn_env: str = Field(
             default="PGVECTOR_DSN",
             description="Environment variable holding the connection string "
             "(postgresql://user:password@host:5432/database).",
         )
-        distance: Literal["cosine", "dot", "euclidean"] = Field(
-            default="cosine", description="Similarity metric of new tables."
-        )
         batch_size: int = Field(default=256, ge=1, description="Rows per insert round trip.")
         timeout: float = Field(
             default=30.0, gt=0, description="Seconds to connect, and per statement."
-        )
-        max_retries: int = Field(
-            default=3,
-            ge=0,
-            le=10,
-            description="Retries of an idempotent call that could not reach the server.",
         )
 
     parameters: Parameters
@@ -312,9 +302,7 @@ class PgVectorStore(VectorStoreBase):
         where, params = _where(metadata_filter)
         statement = sql.SQL(
             "SELECT document_id, chunk, ({})::float8 FROM {} WHERE {} ORDER BY {} LIMIT %(top_k)s"
-        ).format(
-            sql.SQL(score).format(distance), self._table(collection), where, distance
-        )
+        ).format(sql.SQL(score).format(distance), self._table(collection), where, distance)
         params.update(query=Vector(query_vector), top_k=top_k)
 
         async def run(connection: Any) -> list[Any]:

@@ -11,12 +11,19 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..._component import RELATIVE_PATH, ComponentParameters
+from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import QdrantCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import VectorStoreBase, flatten_filter, record_id, summarize, with_retries
+from .base import (
+    StoreParameters,
+    VectorStoreBase,
+    flatten_filter,
+    record_id,
+    summarize,
+    with_retries,
+)
 
 _SCROLL_PAGE = 512
 _LOCAL_SCROLL_PAGE = 8192
@@ -33,7 +40,7 @@ class QdrantStore(VectorStoreBase):
     payload filter on ``chunk.metadata.<key>``.
     """
 
-    class Parameters(ComponentParameters):
+    class Parameters(StoreParameters):
         location: Literal[":memory:"] | None = Field(
             default=None, description='":memory:" for an ephemeral in-process store.'
         )
@@ -47,17 +54,8 @@ class QdrantStore(VectorStoreBase):
             default="QDRANT_API_KEY",
             description="Environment variable holding a Qdrant server's API key, if it needs one.",
         )
-        distance: Literal["cosine", "dot", "euclidean"] = Field(
-            default="cosine", description="Similarity metric of new collections."
-        )
         batch_size: int = Field(default=256, ge=1, description="Points per upsert request.")
         timeout: float = Field(default=30.0, gt=0, description="Seconds per server request.")
-        max_retries: int = Field(
-            default=3,
-            ge=0,
-            le=10,
-            description="Retries of an idempotent request that could not reach the server.",
-        )
 
         @model_validator(mode="after")
         def _one_deployment(self) -> QdrantStore.Parameters:
@@ -93,7 +91,11 @@ class QdrantStore(VectorStoreBase):
                 {"api_key": p.api_key_env}
             )
             api_key = credential.api_key.get_secret_value() if credential.api_key else None
-            kwargs: dict[str, Any] = {"url": p.url, "api_key": api_key, "timeout": math.ceil(p.timeout)}
+            kwargs: dict[str, Any] = {
+                "url": p.url,
+                "api_key": api_key,
+                "timeout": math.ceil(p.timeout),
+            }
         elif p.path is not None:
             kwargs = {"path": p.path}
         else:
@@ -139,7 +141,12 @@ class QdrantStore(VectorStoreBase):
         return await with_retries(
             self.store_name,
             attempt,
-            retry_on=(ResponseHandlingException, httpx.TransportError, ConnectionError, TimeoutError),
+            retry_on=(
+                ResponseHandlingException,
+                httpx.TransportError,
+                ConnectionError,
+                TimeoutError,
+            ),
             attempts=1 if local else self.parameters.max_retries + 1,
         )
 
@@ -179,7 +186,7 @@ class QdrantStore(VectorStoreBase):
         if _PLAIN_KEY.match(key):
             return key
         if '"' in key:
-            raise ValueError(f'{self.store_name}: a metadata_filter key cannot contain \'"\'')
+            raise ValueError(f"{self.store_name}: a metadata_filter key cannot contain '\"'")
         return f'"{key}"'
 
     async def create_collection(self, name: str, dimensions: int) -> None:
@@ -337,4 +344,3 @@ class QdrantStore(VectorStoreBase):
 
 def _point_id(document_id: str, chunk_index: int) -> str:
     return str(uuid.UUID(record_id(document_id, chunk_index)[:32]))
-
