@@ -14,6 +14,7 @@ PIPELINE_SCHEMA_FILE = "pipeline.schema.json"
 TYPES_FOLDER = "types"
 # Marks a $def whose oneOf is discriminated by `type`, so errors can name the right branch.
 KIND_MARKER = "x-ragflow-kind"
+EXTENSION_PREFIX = "x-"
 
 
 def parameters_ref(component: ComponentType) -> str:
@@ -80,6 +81,10 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
             parameters, nested = _parameters_schema(component, f"{ref}.")
             defs[ref] = parameters
             defs.update(nested)
+    # Top-level `x-...` keys are free, as in Compose files: a place for YAML anchors.
+    schema["patternProperties"] = {
+        f"^{EXTENSION_PREFIX}": {"description": "Ignored: a place for YAML anchors to reuse."}
+    }
     return {"$schema": DIALECT, "$id": PIPELINE_SCHEMA_FILE, **schema}
 
 

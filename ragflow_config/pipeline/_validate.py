@@ -19,7 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .._errors import ConfigError, ConfigIssue, format_path
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
-from ._schema import KIND_MARKER, pipeline_schema
+from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
 
@@ -81,7 +81,9 @@ def check_file(
     issues += _reference_issues(data, locations)
     if not issues:
         try:
-            spec = PipelineSpec.model_validate(data)
+            spec = PipelineSpec.model_validate(
+                {key: value for key, value in data.items() if not key.startswith(EXTENSION_PREFIX)}
+            )
         except PydanticValidationError as exc:  # the schema should have said it; say it here
             issues = _pydantic_issues(exc, (), locations)
         else:
