@@ -1,7 +1,7 @@
 """The hand-run benchmarks of issues 7 and 8: one command, a table of ratios.
 
     bash bench/setup.sh                                   # once: /work/bench-venv
-    /work/bench-venv/bin/python bench/run.py              # the full set (about an hour here)
+    /work/bench-venv/bin/python bench/run.py              # the full set (10-15 min on an idle 2-core machine)
     /work/bench-venv/bin/python bench/run.py --quick      # a smoke run (a few minutes)
 
 Every case runs in a fresh interpreter (``bench/cases.py``) whose peak memory
@@ -229,7 +229,7 @@ def main() -> None:
     parser.add_argument("--minilm-reps", type=int, default=2)
     parser.add_argument("--scale-files", type=int, default=500, help="files at scale 1x (0: skip)")
     parser.add_argument("--scales", default="1,4,16")
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--queries", type=int, default=300, help="search queries (0: skip)")
     parser.add_argument("--no-agentscope", action="store_true")
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
     parser.add_argument("--stores", type=Path, default=Path("/dev/shm/ragflow-bench"))
@@ -260,11 +260,12 @@ def main() -> None:
     raw["hashing"] = {k: [m.__dict__ for m in v] for k, v in runs.items()}
     out += report_ingest("Ingest, hashing model (framework cost)", note, runs)
 
-    log("search")
-    search = run_case("search", corpus, args.stores / "hashing-ours" / "qdrant", "hashing",
-                      "--queries", str(args.queries)).result
-    raw["search"] = search
-    out += report_search(search)
+    if args.queries:
+        log("search")
+        search = run_case("search", corpus, args.stores / "hashing-ours" / "qdrant", "hashing",
+                          "--queries", str(args.queries)).result
+        raw["search"] = search
+        out += report_search(search)
 
     if args.minilm_files:
         corpus = args.corpora / f"corpus-{args.minilm_files}-x1"
