@@ -179,6 +179,9 @@ async def run(
     if workers > 0 and not options.dry_run:
         # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
         context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+        if os.name == "posix":
+            # Workers fork from a server that has imported the parsers once.
+            context.set_forkserver_preload(["ragflow_config.rag", *_PARSER_LIBRARIES])
         executor = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
     concurrency = max(2, 2 * workers)
     try:
@@ -386,4 +389,12 @@ def _parse_and_chunk_sync(
     parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
 ) -> list[Chunk]:
     """The worker-process side: parsers are CPU-bound, so they run beside the event loop."""
-    return asyncio.run(parse_and_chunk(parser, chunker, data, filename))
+    global _worker_loop
+    if _worker_loop is None:  # one loop per worker process, not one per file
+        _worker_loop = asyncio.new_event_loop()
+    return _worker_loop.run_until_complete(parse_and_chunk(parser, chunker, data, filename))
+
+
+_worker_loop: asyncio.AbstractEventLoop | None = None
+# Preloaded by the parser processes' fork server when installed; missing ones are skipped.
+_PARSER_LIBRARIES = ["pdfplumber", "pptx", "docx", "openpyxl", "xlrd", "PIL.Image"]
