@@ -107,6 +107,8 @@ class _DocumentReader:
         self.document = document
         self.filename = filename
         self.parameters = parameters
+        # Heading level by paragraph style id: resolving a style is slow in python-docx.
+        self._levels: dict[str | None, int] = {}
         self.sections: list[Section] = []
         self.blocks: list[str] = []
 
@@ -139,6 +141,12 @@ class _DocumentReader:
         self._images(table)
 
     def _heading_level(self, paragraph: Any) -> int:
+        style_id = paragraph.style  # the w:pStyle id; None for the default style
+        if style_id not in self._levels:
+            self._levels[style_id] = self._style_level(paragraph)
+        return self._levels[style_id]
+
+    def _style_level(self, paragraph: Any) -> int:
         from docx.text.paragraph import Paragraph
 
         style = Paragraph(paragraph, self.document).style
