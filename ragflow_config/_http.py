@@ -12,9 +12,11 @@ import random
 from typing import Any
 
 import httpx
-from pydantic import SecretStr
+from pydantic import Field, SecretStr, field_validator
 
+from ._component import ComponentParameters
 from ._errors import RagflowError
+from .credential import DashScopeCredential, OpenAICredential
 
 logger = logging.getLogger("ragflow_config.http")
 
@@ -68,7 +70,11 @@ async def post_json(
         )
         logger.warning(
             "%s: %s; retrying in %.1fs (attempt %d of %d)",
-            service, problem, delay, attempt, attempts,
+            service,
+            problem,
+            delay,
+            attempt,
+            attempts,
         )
         await asyncio.sleep(delay)
     raise AssertionError("unreachable")
@@ -129,6 +135,30 @@ def _redact(text: str, secrets: list[str]) -> str:
     return text
 
 
+class EndpointParameters(ComponentParameters):
+    """Where an OpenAI-compatible model lives and how to reach it."""
+
+    base_url: str = Field(
+        default="https://api.openai.com/v1",
+        pattern=r"^https?://",
+        description="The API root (OpenAI, DashScope compatible mode, vLLM, Ollama's /v1, ...).",
+    )
+    model: str = Field(min_length=1, description="The model's name on the server.")
+    timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
+    max_retries: int = Field(
+        default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Environment variable holding the API key, if the server needs one.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+
 class OpenAIEndpoint:
     """An OpenAI-compatible HTTP API: a base URL, an optional bearer key, one client per loop.
 
@@ -145,6 +175,25 @@ class OpenAIEndpoint:
         self._label = label
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @classmethod
+    def for_model(
+        cls,
+        parameters: EndpointParameters,
+        credential: OpenAICredential | DashScopeCredential | None,
+        credential_type: type[OpenAICredential] | type[DashScopeCredential],
+        label: str,
+    ) -> OpenAIEndpoint:
+        """The endpoint a model's parameters name; the key from ``credential`` or the environment."""
+        credential = credential or credential_type.from_environment(
+            {"api_key": parameters.api_key_env}
+        )
+        return cls(
+            parameters.base_url,
+            credential.api_key,
+            parameters.timeout,
+            f"{label} ({parameters.model})",
+        )
 
     @property
     def service(self) -> str:

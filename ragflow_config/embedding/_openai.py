@@ -9,10 +9,10 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from .._errors import EmbeddingError
-from .._http import OpenAIEndpoint
+from .._http import EndpointParameters, OpenAIEndpoint
 from ..credential import DashScopeCredential, OpenAICredential
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters
@@ -40,32 +40,13 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
     first use; close it with :meth:`aclose` or ``async with model:``.
     """
 
-    class Parameters(EmbeddingParameters):
-        base_url: str = Field(
-            default="https://api.openai.com/v1",
-            pattern=r"^https?://",
-            description="The API root; requests go to {base_url}/embeddings.",
-        )
-        model: str = Field(min_length=1, description="The model's name on the server.")
+    class Parameters(EmbeddingParameters, EndpointParameters):
         dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
         send_dimensions: bool = Field(
             default=True,
             description="Send `dimensions` in the request; turn off for servers that reject it.",
         )
         batch_size: int = Field(default=64, ge=1, description="Texts per request.")
-        timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
-        max_retries: int = Field(
-            default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
-        )
-        api_key_env: str = Field(
-            default="OPENAI_API_KEY",
-            description="Environment variable holding the API key, if the server needs one.",
-        )
-
-        @field_validator("base_url")
-        @classmethod
-        def _no_trailing_slash(cls, value: str) -> str:
-            return value.rstrip("/")
 
     parameters: Parameters
     supports_multimodal: ClassVar[bool] = False
@@ -80,14 +61,8 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         **options: Any,
     ) -> None:
         super().__init__(parameters, **options)
-        credential = credential or self.credential_type.from_environment(
-            {"api_key": self.parameters.api_key_env}
-        )
-        self._endpoint = OpenAIEndpoint(
-            self.parameters.base_url,
-            credential.api_key,
-            self.parameters.timeout,
-            f"{self.service_label} ({self.parameters.model})",
+        self._endpoint = OpenAIEndpoint.for_model(
+            self.parameters, credential, self.credential_type, self.service_label
         )
 
     @property

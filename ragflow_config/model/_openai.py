@@ -8,10 +8,10 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, ClassVar
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
 from .._errors import ChatModelError
-from .._http import OpenAIEndpoint
+from .._http import EndpointParameters, OpenAIEndpoint
 from ..credential import DashScopeCredential, OpenAICredential
 from ..message import Msg
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
@@ -30,29 +30,11 @@ class OpenAICompatibleChatModel(ChatModelBase):
     use; close it with :meth:`aclose` or ``async with model:``.
     """
 
-    class Parameters(ChatModelParameters):
-        base_url: str = Field(
-            default="https://api.openai.com/v1",
-            pattern=r"^https?://",
-            description="The API root; requests go to {base_url}/chat/completions.",
-        )
-        model: str = Field(min_length=1, description="The model's name on the server.")
+    class Parameters(ChatModelParameters, EndpointParameters):
         temperature: float | None = Field(
             default=None, ge=0, le=2, description="Sampling temperature; unset uses the server's."
         )
         timeout: float = Field(default=120.0, gt=0, description="Seconds per request.")
-        max_retries: int = Field(
-            default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
-        )
-        api_key_env: str = Field(
-            default="OPENAI_API_KEY",
-            description="Environment variable holding the API key, if the server needs one.",
-        )
-
-        @field_validator("base_url")
-        @classmethod
-        def _no_trailing_slash(cls, value: str) -> str:
-            return value.rstrip("/")
 
     parameters: Parameters
     credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
@@ -66,14 +48,8 @@ class OpenAICompatibleChatModel(ChatModelBase):
         **options: Any,
     ) -> None:
         super().__init__(parameters, **options)
-        credential = credential or self.credential_type.from_environment(
-            {"api_key": self.parameters.api_key_env}
-        )
-        self._endpoint = OpenAIEndpoint(
-            self.parameters.base_url,
-            credential.api_key,
-            self.parameters.timeout,
-            f"{self.service_label} ({self.parameters.model})",
+        self._endpoint = OpenAIEndpoint.for_model(
+            self.parameters, credential, self.credential_type, self.service_label
         )
 
     @property
