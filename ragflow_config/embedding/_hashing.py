@@ -44,23 +44,46 @@ class HashingEmbeddingModel(EmbeddingModelBase):
         return [self.embed_text(item) for item in batch if isinstance(item, str)]
 
     def embed_text(self, text: str) -> list[float]:
-        words = [word.lower() for word in _WORD.findall(text)]
+        words = list(map(str.lower, _WORD.findall(text)))
         # Text without a word (punctuation, emptiness) still gets a unit vector:
         # a zero vector has no cosine and some stores reject it.
-        features = words + [f"{a} {b}" for a, b in pairwise(words)] or [text.strip()]
+        features = words + list(map(" ".join, pairwise(words))) or [text.strip()]
         dimensions = self.dimensions
-        vector = [0.0] * dimensions
-        for feature in features:
-            value = _feature_hash(feature)
-            vector[value % dimensions] += 1.0 if value >> 63 else -1.0
+        # Slots [0, d) count the +1 features, [d, 2d) the -1 ones.
+        counts = [0] * (2 * dimensions)
+        for slot in map(_slots(dimensions).__getitem__, features):
+            counts[slot] += 1
+        vector = list(map(int.__sub__, counts[:dimensions], counts[dimensions:]))
         # Never zero: 2n-1 (or 1) features of +-1 cannot all cancel out.
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector]
 
 
-@lru_cache(maxsize=1 << 16)
-def _feature_hash(feature: str) -> int:
-    """A stable 64-bit hash (Python's own ``hash`` changes between processes)."""
-    return int.from_bytes(
-        hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little"
-    )
+class _Slots(dict[str, int]):
+    """Feature -> signed slot for one vector length, computed on first sight.
+
+    Bounded: it starts afresh past ``_MAX_CACHED`` features, so a long run over
+    a large vocabulary keeps its memory flat.
+    """
+
+    def __init__(self, dimensions: int) -> None:
+        super().__init__()
+        self.dimensions = dimensions
+
+    def __missing__(self, feature: str) -> int:
+        if len(self) >= _MAX_CACHED:
+            self.clear()
+        # blake2b, not hash(): Python's own hash changes between processes.
+        value = int.from_bytes(
+            hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little"
+        )
+        slot = self[feature] = value % self.dimensions + (0 if value >> 63 else self.dimensions)
+        return slot
+
+
+_MAX_CACHED = 1 << 18
+
+
+@lru_cache(maxsize=8)
+def _slots(dimensions: int) -> _Slots:
+    return _Slots(dimensions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -75,3 +76,25 @@ def test_identity_and_parameters() -> None:
     for bad in ({"dimensions": 4}, {"dimensions": 10_000}, {"batch_size": 0}, {"dims": 64}):
         with pytest.raises(ValidationError):
             HashingEmbeddingModel(**bad)
+
+
+def _reference_vector(text: str, dimensions: int) -> list[float]:
+    """The documented algorithm, written plainly: every vector must equal it exactly."""
+    import hashlib
+    import re
+
+    words = [word.lower() for word in re.findall(r"\w+", text)]
+    features = words + [f"{a} {b}" for a, b in itertools.pairwise(words)] or [text.strip()]
+    vector = [0.0] * dimensions
+    for feature in features:
+        value = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+        vector[value % dimensions] += 1.0 if value >> 63 else -1.0
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector]
+
+
+@pytest.mark.parametrize("dimensions", [8, 64, 256])
+async def test_vectors_equal_the_documented_feature_hashing(dimensions: int) -> None:
+    texts = [*TEXTS, "İstanbul ÇAY straße", "the the the the", "a b a b a b " * 50]
+    response = await HashingEmbeddingModel(dimensions=dimensions)(texts)
+    assert response.embeddings == [_reference_vector(text, dimensions) for text in texts]
