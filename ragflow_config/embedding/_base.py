@@ -45,6 +45,10 @@ class EmbeddingModelBase(Component):
     """
 
     supports_multimodal: ClassVar[bool] = False
+    #: True when the model computes in Python on the caller's thread (no I/O, no
+    #: threads of its own), so one process can run only one batch at a time: a
+    #: runner with parser processes then embeds there, beside the parsing.
+    cpu_bound: ClassVar[bool] = False
     Parameters: ClassVar[type[ComponentParameters]] = EmbeddingParameters
     parameters: EmbeddingParameters
 
@@ -53,6 +57,16 @@ class EmbeddingModelBase(Component):
         self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = (
             weakref.WeakKeyDictionary()
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Batchers belong to this process's event loops; a copy sent to another process starts afresh.
+        state = dict(self.__dict__)
+        state["_batchers"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._batchers = weakref.WeakKeyDictionary()
 
     @property
     @abstractmethod
@@ -68,6 +82,10 @@ class EmbeddingModelBase(Component):
     def batch_size(self) -> int:
         return self.parameters.batch_size
 
+    def can_embed(self, item: EmbeddingInput) -> bool:
+        """Whether this model takes ``item``: text always, a ``DataBlock`` only if multimodal."""
+        return self.supports_multimodal or not isinstance(item, DataBlock)
+
     @abstractmethod
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         """Embed one batch; return one vector per input, in order."""
@@ -76,7 +94,7 @@ class EmbeddingModelBase(Component):
         items = [item.text if isinstance(item, TextBlock) else item for item in inputs]
         if not items:
             return EmbeddingResponse(embeddings=[])
-        if not self.supports_multimodal and any(isinstance(i, DataBlock) for i in items):
+        if not all(map(self.can_embed, items)):
             raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
         loop = asyncio.get_running_loop()
         batcher = self._batchers.get(loop)

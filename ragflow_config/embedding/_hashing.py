@@ -31,6 +31,7 @@ class HashingEmbeddingModel(EmbeddingModelBase):
 
     parameters: Parameters
     supports_multimodal: ClassVar[bool] = False
+    cpu_bound: ClassVar[bool] = True
 
     @property
     def model(self) -> str:

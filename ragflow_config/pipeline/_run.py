@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .._errors import ParserError, RagflowError
+from ..embedding import EmbeddingModelBase
 from ..rag import Chunk, DocumentSummary
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._media_types import detect
@@ -341,13 +342,16 @@ async def _write(
             change.document_id,
             f"no parser for {media_type or 'unknown media type'}",
         )
+    # A model that holds the GIL while it embeds runs in the parser processes, beside the parsing.
+    model = kb.embedding_model if kb.embedding_model.cpu_bound else None
+    vectors: list[list[float]] | None = None
     try:
         if executor is None:
             chunks = await parse_and_chunk(parser, plan.chunker, data, file.relative)
         else:
             loop = asyncio.get_running_loop()
-            chunks = await loop.run_in_executor(
-                executor, _parse_and_chunk_sync, parser, plan.chunker, data, file.relative
+            chunks, vectors = await loop.run_in_executor(
+                executor, _prepare_sync, parser, plan.chunker, model, data, file.relative
             )
     except ParserError as exc:
         return Change("failed", file.relative, change.document_id, exc.cause)
@@ -372,7 +376,9 @@ async def _write(
     if change.action == "repair" or (previous is not None and not chunks):
         await kb.delete_document(change.document_id)
     if chunks:
-        await kb.insert_document(chunks, document_id=change.document_id, document_metadata=metadata)
+        await kb.insert_document(
+            chunks, document_id=change.document_id, document_metadata=metadata, embeddings=vectors
+        )
     if change.action == "update" and old_revision and old_revision != revision and chunks:
         await kb.delete_document(change.document_id, where={STATE_KEY: {"revision": old_revision}})
     return Change(change.action, file.relative, change.document_id, change.reason, len(chunks))
@@ -385,14 +391,27 @@ async def parse_and_chunk(
     return await chunker.chunk(sections)
 
 
-def _parse_and_chunk_sync(
-    parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
-) -> list[Chunk]:
-    """The worker-process side: parsers are CPU-bound, so they run beside the event loop."""
+def _prepare_sync(
+    parser: ParserBase,
+    chunker: ChunkerBase,
+    model: EmbeddingModelBase | None,
+    data: bytes,
+    filename: str,
+) -> tuple[list[Chunk], list[list[float]] | None]:
+    """The worker-process side: parse and chunk, and embed too when ``model`` is given.
+
+    Parsers (and CPU-bound models) hold the GIL, so they run beside the event
+    loop. The vectors are for the chunks ``model`` can embed, in order.
+    """
     global _worker_loop
     if _worker_loop is None:  # one loop per worker process, not one per file
         _worker_loop = asyncio.new_event_loop()
-    return _worker_loop.run_until_complete(parse_and_chunk(parser, chunker, data, filename))
+    chunks = _worker_loop.run_until_complete(parse_and_chunk(parser, chunker, data, filename))
+    if model is None:
+        return chunks, None
+    texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
+    vectors = _worker_loop.run_until_complete(model(texts)).embeddings if texts else []
+    return chunks, vectors
 
 
 _worker_loop: asyncio.AbstractEventLoop | None = None

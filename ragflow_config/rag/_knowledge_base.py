@@ -90,6 +90,8 @@ class KnowledgeBase:
         chunks: list[Chunk],
         document_id: str | None = None,
         document_metadata: dict[str, Any] | None = None,
+        *,
+        embeddings: Sequence[list[float]] | None = None,
     ) -> str:
         """Embed ``chunks`` and store them as one document; return its id.
 
@@ -104,21 +106,22 @@ class KnowledgeBase:
         is complete in that version. Re-inserting an existing ``document_id``
         overwrites its chunks in place; a search meanwhile finds each position
         once, in the old or the new version, never the document missing.
+
+        ``embeddings``, when given, are this knowledge base's model's vectors
+        for the embeddable chunks, in order, made elsewhere (a runner embeds
+        in its parser processes); they are checked, not recomputed.
         """
         document_id = document_id or uuid.uuid4().hex
         prepared = self._prepare(chunks, document_metadata or {})
         if not prepared:
             return document_id
         await self.ensure_collection()
-        response = await self._embedding_model([chunk.content for chunk in prepared])
-        if len(response.embeddings) != len(prepared):
-            raise RuntimeError(
-                f"embedding model returned {len(response.embeddings)} vectors "
-                f"for {len(prepared)} chunks"
-            )
+        if embeddings is None:
+            embeddings = (await self._embedding_model([c.content for c in prepared])).embeddings
+        self._check_vectors(embeddings, len(prepared))
         records = [
             VectorRecord(vector=vector, document_id=document_id, chunk=chunk)
-            for vector, chunk in zip(response.embeddings, prepared, strict=True)
+            for vector, chunk in zip(embeddings, prepared, strict=True)
         ]
         records.reverse()
         try:
@@ -128,14 +131,20 @@ class KnowledgeBase:
             raise
         return document_id
 
+    def _check_vectors(self, vectors: Sequence[list[float]], expected: int) -> None:
+        model = self._embedding_model
+        if len(vectors) != expected:
+            raise RuntimeError(f"{model.model} gave {len(vectors)} vectors for {expected} chunks")
+        if any(len(vector) != model.dimensions for vector in vectors):
+            raise RuntimeError(f"{model.model} gave a vector of other than {model.dimensions} dimensions")
+
     def embeddable_chunks(self, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks this knowledge base's model can embed; warns naming the others."""
-        if self._embedding_model.supports_multimodal:
-            return chunks
+        can_embed = self._embedding_model.can_embed
         skipped = [
             f"{c.source}#{c.chunk_index} ({c.content.media_type})"
             for c in chunks
-            if isinstance(c.content, DataBlock)
+            if isinstance(c.content, DataBlock) and not can_embed(c.content)
         ]
         if skipped:
             logger.warning(
@@ -145,7 +154,7 @@ class KnowledgeBase:
                 self._embedding_model.model,
                 ", ".join(skipped),
             )
-        return [c for c in chunks if not isinstance(c.content, DataBlock)]
+        return [c for c in chunks if can_embed(c.content)] if skipped else chunks
 
     def _prepare(self, chunks: list[Chunk], document_metadata: dict[str, Any]) -> list[Chunk]:
         embeddable = self.embeddable_chunks(chunks)
@@ -188,11 +197,7 @@ class KnowledgeBase:
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
-        usable: list[EmbeddingInput] = [
-            query
-            for query in queries
-            if self._embedding_model.supports_multimodal or not isinstance(query, DataBlock)
-        ]
+        usable: list[EmbeddingInput] = list(filter(self._embedding_model.can_embed, queries))
         if not usable or top_k <= 0:
             return []
         await self.ensure_collection()

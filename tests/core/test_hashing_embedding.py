@@ -98,3 +98,13 @@ async def test_vectors_equal_the_documented_feature_hashing(dimensions: int) -> 
     texts = [*TEXTS, "İstanbul ÇAY straße", "the the the the", "a b a b a b " * 50]
     response = await HashingEmbeddingModel(dimensions=dimensions)(texts)
     assert response.embeddings == [_reference_vector(text, dimensions) for text in texts]
+
+
+async def test_a_used_model_pickles_for_another_process() -> None:
+    import pickle
+
+    model = HashingEmbeddingModel(dimensions=32)
+    first = (await model(["cats sleep"])).embeddings
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy.parameters == model.parameters
+    assert (await copy(["cats sleep"])).embeddings == first

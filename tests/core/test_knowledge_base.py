@@ -462,3 +462,36 @@ async def test_the_callers_chunks_are_not_mutated(
         {"site": "north", "team": "x", "floor": 3},
         {"site": "north", "team": "x"},
     ]
+
+
+# --- vectors made elsewhere ---
+
+
+async def test_given_embeddings_are_stored_without_calling_the_model(store: QdrantStore) -> None:
+    made_elsewhere = (await HashingEmbeddingModel(dimensions=64)(PETS[:3])).embeddings
+    model = RecordingHashingModel()
+    kb = knowledge(store, model)
+
+    doc = await kb.insert_document(text_chunks(*PETS[:3]), embeddings=made_elsewhere)
+
+    assert model.batches == []
+    [hit] = await kb.search([PETS[1]], top_k=1)
+    assert (hit.document_id, hit.chunk.chunk_index) == (doc, 1)
+    assert hit.score == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("vectors", "message"),
+    [
+        ([[0.125] * 64] * 2, "2 vectors for 3 chunks"),
+        ([[0.125] * 64, [0.125] * 32, [0.125] * 64], "other than 64 dimensions"),
+    ],
+)
+async def test_given_embeddings_that_do_not_fit_write_nothing(
+    store: QdrantStore, vectors: list[list[float]], message: str
+) -> None:
+    kb = knowledge(store, RecordingHashingModel())
+    keeper = await kb.insert_document(text_chunks("Tortoises live for a century."))
+    with pytest.raises(RuntimeError, match=message):
+        await kb.insert_document(text_chunks(*PETS[:3]), embeddings=vectors)
+    assert [s.document_id for s in await kb.list_documents()] == [keeper]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragflow_config.cli import main
+from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.pipeline import Pipeline, RunOptions, RunReport
 from ragflow_config.rag import DocumentSummary
 
@@ -90,6 +91,33 @@ async def test_the_default_process_pool_indexes_the_same(tmp_path: Path) -> None
     assert not report.failed
     stored = await documents(pipeline)
     assert sorted(stored) == sorted(GOOD)
+
+
+async def test_a_cpu_bound_model_embeds_in_the_parser_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    in_process = Pipeline.load(make_project(tmp_path / "a", broken=False))
+    await in_process.run(options=RunOptions(workers=0))
+
+    pooled = Pipeline.load(make_project(tmp_path / "b", broken=False))
+
+    async def not_here(self: HashingEmbeddingModel, batch: list[object]) -> list[list[float]]:
+        raise AssertionError("the hashing model embedded in the main process")
+
+    with monkeypatch.context() as patch:  # the fork server imports its own, unpatched copy
+        patch.setattr(HashingEmbeddingModel, "embed_batch", not_here)
+        report = await pooled.run(options=RunOptions(workers=1))
+    assert not report.failed and actions(report)["fox.md"] == "add"
+
+    async def points(pipeline: Pipeline) -> dict[tuple[str, int], list[float]]:
+        async with pipeline.build() as built:
+            kb = built.knowledge_base("docs")
+            hits = await kb.search(["fox", "sorted key function", "read a file line by line"], top_k=50)
+        return {(hit.chunk.source, hit.chunk.chunk_index): round(hit.score, 9) for hit in hits}
+
+    assert await points(pooled) == await points(in_process)
 
 
 async def test_a_parse_failure_in_a_worker_process_fails_only_that_file(tmp_path: Path) -> None:
