@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
-from itertools import accumulate
 from typing import ClassVar
 
 from pydantic import Field, model_validator
@@ -25,11 +22,6 @@ _NON_WHITESPACE = re.compile(r"\S")
 def approx_tokens(text: str) -> int:
     """The token estimate: ``len(text.encode("utf-8")) // 4``."""
     return len(text.encode("utf-8")) // BYTES_PER_TOKEN
-
-
-def _utf8_len(char: str) -> int:
-    code = ord(char)
-    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
 
 
 class ApproxTokenChunker(ChunkerBase):
@@ -100,24 +92,19 @@ class ApproxTokenChunker(ChunkerBase):
         if len(text.encode("utf-8")) <= budget:
             stripped = text.strip()
             return [stripped] if stripped else []
-        offsets: Sequence[int] = (
-            range(len(text) + 1)
-            if text.isascii()
-            else list(accumulate(map(_utf8_len, text), initial=0))
-        )
         overlap_bytes = self.overlap * BYTES_PER_TOKEN
         pieces: list[str] = []
         start, length = 0, len(text)
         while (first_visible := _NON_WHITESPACE.search(text, start)) is not None:
             # Leading whitespace is stripped anyway, so it must not use up the budget.
             start = first_visible.start()
-            end = max(bisect_right(offsets, offsets[start] + budget) - 1, start + 1)
+            end = start + max(_prefix_fitting(text[start : start + budget], budget), 1)
             if end < length:
                 end = self._preferred_cut(text, start, end)
             pieces.append(text[start:end].rstrip())
             if end >= length:
                 break
-            start = self._next_start(text, offsets, start, end, overlap_bytes)
+            start = self._next_start(text, start, end, overlap_bytes)
         return pieces
 
     @staticmethod
@@ -133,15 +120,31 @@ class ApproxTokenChunker(ChunkerBase):
         return end
 
     @staticmethod
-    def _next_start(
-        text: str, offsets: Sequence[int], start: int, end: int, overlap_bytes: int
-    ) -> int:
+    def _next_start(text: str, start: int, end: int, overlap_bytes: int) -> int:
         if overlap_bytes == 0:
             return end
-        candidate = max(bisect_left(offsets, offsets[end] - overlap_bytes), start + 1)
+        window = text[max(start, end - overlap_bytes) : end]
+        candidate = max(end - _suffix_fitting(window, overlap_bytes), start + 1)
         if not text[candidate - 1].isspace():
             # Up to and including text[end]: the cut may sit right before a space.
             space = _WHITESPACE.search(text, candidate, end + 1)
             if space:
                 candidate = space.end()
         return candidate if candidate < end else end
+
+
+# Byte budgets are met by encoding a window of at most `budget` characters (each
+# is at least one byte) and dropping the character a cut would split.
+def _prefix_fitting(window: str, budget: int) -> int:
+    """How many leading characters of ``window`` fit in ``budget`` UTF-8 bytes."""
+    if window.isascii():
+        return min(len(window), budget)
+    return len(window.encode("utf-8")[:budget].decode("utf-8", "ignore"))
+
+
+def _suffix_fitting(window: str, budget: int) -> int:
+    """How many trailing characters of ``window`` fit in ``budget`` UTF-8 bytes."""
+    if window.isascii():
+        return min(len(window), budget)
+    encoded = window.encode("utf-8")
+    return len(encoded[max(0, len(encoded) - budget) :].decode("utf-8", "ignore"))
