@@ -119,8 +119,10 @@ class KnowledgeBase:
         if embeddings is None:
             embeddings = (await self._embedding_model([c.content for c in prepared])).embeddings
         self._check_vectors(embeddings, len(prepared))
+        # Chunks were validated when made and vectors checked above; validating
+        # every float again cost more than the rest of the bookkeeping.
         records = [
-            VectorRecord(vector=vector, document_id=document_id, chunk=chunk)
+            VectorRecord.model_construct(vector=vector, document_id=document_id, chunk=chunk)
             for vector, chunk in zip(embeddings, prepared, strict=True)
         ]
         records.reverse()

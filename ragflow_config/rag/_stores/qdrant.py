@@ -231,8 +231,9 @@ class QdrantStore(VectorStoreBase):
         models = self._models()
         size = self.parameters.batch_size
         for start in range(0, len(records), size):
+            # model_construct: the records are validated already, and the client checks points again.
             points = [
-                models.PointStruct(
+                models.PointStruct.model_construct(
                     id=_point_id(record.document_id, record.chunk.chunk_index),
                     vector=record.vector,
                     payload={
