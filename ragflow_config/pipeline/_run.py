@@ -176,25 +176,36 @@ async def run(
     started = time.perf_counter()
     reports = []
     workers = options.workers if options.workers is not None else min(4, os.cpu_count() or 1)
+    chosen = [plan for name, plan in built.indexing.items() if only is None or name in only]
     executor = None
     if workers > 0 and not options.dry_run:
-        # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
-        context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-        if os.name == "posix":
-            # Workers fork from a server that has imported the parsers once.
-            context.set_forkserver_preload(["ragflow_config.rag", *_PARSER_LIBRARIES])
-        executor = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
-    concurrency = max(2, 2 * workers)
+        executor = _parser_processes(workers, chosen)
+    concurrency = max(4, 4 * workers)  # files in flight: enough to keep every process busy
     try:
-        for name, plan in built.indexing.items():
-            if only is None or name in only:
-                reports.append(
-                    await _run_knowledge_base(plan, built, options, executor, concurrency)
-                )
+        for plan in chosen:
+            reports.append(await _run_knowledge_base(plan, built, options, executor, concurrency))
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
     return RunReport(reports, time.perf_counter() - started, options.dry_run)
+
+
+def _parser_processes(
+    workers: int, plans: list[IndexingPlan]
+) -> concurrent.futures.ProcessPoolExecutor:
+    """Processes for parsing (and CPU-bound embedding), already starting when returned."""
+    # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
+    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+    if os.name == "posix":
+        # Workers fork from a server that has imported what the parsers need once.
+        libraries = {name for plan in plans for parser in plan.parsers for name in parser.libraries}
+        context.set_forkserver_preload(["ragflow_config.rag", *sorted(libraries)])
+    executor = concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_yield_to_the_event_loop
+    )
+    # Start the server and a first worker now, while the caller lists and reads files.
+    executor.submit(int)
+    return executor
 
 
 async def _run_knowledge_base(
@@ -415,5 +426,9 @@ def _prepare_sync(
 
 
 _worker_loop: asyncio.AbstractEventLoop | None = None
-# Preloaded by the parser processes' fork server when installed; missing ones are skipped.
-_PARSER_LIBRARIES = ["pdfplumber", "pptx", "docx", "openpyxl", "xlrd", "PIL.Image"]
+
+
+def _yield_to_the_event_loop() -> None:
+    """Parser processes give way to the event loop's store writes, the pipeline's serial part."""
+    if hasattr(os, "nice"):
+        os.nice(5)

@@ -73,6 +73,7 @@ class WordParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [DOCX]
+    libraries: ClassVar[tuple[str, ...]] = ("docx",)
 
     class Parameters(ComponentParameters):
         include_image: bool = Field(

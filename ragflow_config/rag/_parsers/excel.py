@@ -79,6 +79,7 @@ class ExcelParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [XLSX, XLS]
+    libraries: ClassVar[tuple[str, ...]] = ("openpyxl", "xlrd")
 
     class Parameters(ComponentParameters):
         include_sheet_names: bool = Field(

@@ -33,6 +33,7 @@ class ImageParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = list(_PILLOW_FORMATS)
+    libraries: ClassVar[tuple[str, ...]] = ("PIL.Image",)
 
     @classmethod
     def supported_extensions(cls) -> list[str]:

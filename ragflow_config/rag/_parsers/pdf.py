@@ -57,6 +57,7 @@ class PDFParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = ["application/pdf"]
+    libraries: ClassVar[tuple[str, ...]] = ("pdfplumber",)
 
     class Parameters(ComponentParameters):
         table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)

@@ -58,6 +58,7 @@ class PPTParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [PPTX]
+    libraries: ClassVar[tuple[str, ...]] = ("pptx",)
 
     class Parameters(ComponentParameters):
         include_image: bool = Field(

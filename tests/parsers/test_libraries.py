@@ -1,0 +1,22 @@
+"""Each parser names the libraries its worker processes import up front, and they exist."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from ragflow_config.pipeline._registry import default_registry
+
+PARSERS = {entry.name: entry.cls for entry in default_registry().types("parser")}
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_a_parsers_libraries_import(name: str) -> None:
+    for module in PARSERS[name].libraries:
+        importlib.import_module(module)
+
+
+def test_office_pdf_and_image_parsers_name_their_libraries() -> None:
+    named = {name for name, parser in PARSERS.items() if parser.libraries}
+    assert named >= {"pdf", "docx", "pptx", "excel", "image"}
