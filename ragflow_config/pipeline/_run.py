@@ -1,14 +1,15 @@
 """Indexing: plan what changed since the last run, then parse, chunk, embed and write it.
 
-State lives in the vector store itself, in each chunk's ``metadata["ragflow"]``:
+State lives in the vector store itself, in chunk 0's ``metadata["ragflow"]``:
 the file's path and content hash, the pipeline fingerprint that produced the
-vectors, the document's revision and its chunk count. A fresh CI runner needs
-no local state, and an interrupted run converges when started again:
+vectors, the document's revision and its chunk count (the other chunks carry
+the revision alone). A fresh CI runner needs no local state, and an
+interrupted run converges when started again:
 
 * chunks are written last-first, so chunk 0 (which supplies a document's
   summary) carries the new revision only once the rest is stored;
-* a document whose stored chunk count disagrees with its recorded one is
-  repaired (deleted and written again);
+* a document whose chunk 0 is missing, or whose stored chunk count disagrees
+  with its recorded one, is repaired (deleted and written again);
 * an updated document's new chunks overwrite the old ones in place before the
   old version's leftovers are deleted, so a search never finds it missing.
 """
@@ -165,6 +166,11 @@ def _state(summary: DocumentSummary) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+def _complete(state: dict[str, Any]) -> bool:
+    """Whether ``state`` is a chunk 0's whole state, not a later chunk's revision alone."""
+    return "content_hash" in state
+
+
 def _changed_fields(old: dict[str, Any], new: dict[str, str]) -> list[str]:
     return sorted(key for key in new if old.get(key) != new[key])
 
@@ -193,7 +199,7 @@ async def run(
 def _parser_processes(
     workers: int, plans: list[IndexingPlan]
 ) -> concurrent.futures.ProcessPoolExecutor:
-    """Processes for parsing (and CPU-bound embedding), already starting when returned."""
+    """Processes for parsing (and CPU-bound embedding), started by the first task."""
     # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
     context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
     if os.name == "posix":
@@ -203,8 +209,6 @@ def _parser_processes(
     executor = concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=context, initializer=_yield_to_the_event_loop
     )
-    # Start the server and a first worker now, while the caller lists and reads files.
-    executor.submit(int)
     return executor
 
 
@@ -222,12 +226,15 @@ async def _run_knowledge_base(
     existing = {s.document_id: s for s in await kb.list_documents()}
     managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
+    if executor is not None and not wanted.keys() <= existing.keys():
+        # New files to parse: start the processes now, while the first files are read.
+        executor.submit(int)
 
     stale_prints = {
         field_name
         for summary in managed.values()
-        if summary.document_id in wanted
-        for field_name in _changed_fields(_state(summary).get("fingerprint", {}), prints)
+        if summary.document_id in wanted and _complete(_state(summary))
+        for field_name in _changed_fields(_state(summary)["fingerprint"], prints)
     }
     report.fingerprint_changes = sorted(stale_prints)
     if stale_prints and options.on_fingerprint_change == "refuse":
@@ -318,6 +325,8 @@ def _decide(
     state = _state(summary)
     if not state:
         return Change("repair", file.relative, doc_id, "stored without ragflow state")
+    if not _complete(state):
+        return Change("repair", file.relative, doc_id, "chunk 0 is missing: a write was interrupted")
     if state.get("content_hash") != digest:
         return Change("update", file.relative, doc_id, "content changed")
     changed = _changed_fields(state.get("fingerprint", {}), prints)
@@ -370,9 +379,10 @@ async def _write(
         return Change("failed", file.relative, change.document_id, f"{type(exc).__name__}: {exc}")
     chunks = kb.embeddable_chunks(chunks)
     revision = _revision(digest, prints)
-    metadata = {
-        **file.source.metadata,
-        STATE_KEY: {
+    if chunks:
+        # The whole state rides on chunk 0, which is written last; every chunk
+        # carries the revision, which is how an update finds the old version's leftovers.
+        state = {
             "path": file.relative,
             "source": file.source.path,
             "content_hash": digest,
@@ -381,8 +391,9 @@ async def _write(
             "revision": revision,
             "chunks": len(chunks),
             "fingerprint": prints,
-        },
-    }
+        }
+        chunks[0] = chunks[0].model_copy(update={"metadata": {**chunks[0].metadata, STATE_KEY: state}})
+    metadata = {**file.source.metadata, STATE_KEY: {"revision": revision}}
     old_revision = _state(previous).get("revision") if previous else None
     if change.action == "repair" or (previous is not None and not chunks):
         await kb.delete_document(change.document_id)

@@ -211,3 +211,44 @@ async def test_default_process_pool_gives_the_same_index(tmp_path: Path, corpus:
     assert await stored_chunks(Pipeline.load(in_process)) == await stored_chunks(
         Pipeline.load(pooled)
     )
+
+
+async def test_chunk_0_holds_the_state_and_the_others_its_revision(
+    tmp_path: Path, corpus: Path, registry: Registry
+) -> None:
+    pipeline = counting_pipeline(tmp_path, corpus, registry)
+    await pipeline.run(options=IN_PROCESS)
+    async with pipeline.build() as built:
+        kb = built.knowledge_bases["docs"]
+        summary = max(await kb.list_documents(), key=lambda s: s.chunk_count)
+        chunks = await kb.list_chunks(summary.document_id, limit=100)
+    state = chunks[0].metadata["ragflow"]
+    assert state == summary.metadata["ragflow"]
+    assert state["chunks"] == len(chunks) == summary.chunk_count > 2
+    assert set(state) >= {"path", "content_hash", "fingerprint", "revision"}
+    assert [c.metadata["ragflow"] for c in chunks[1:]] == [{"revision": state["revision"]}] * (
+        len(chunks) - 1
+    )
+
+
+async def test_a_document_missing_chunk_0_is_repaired_not_taken_for_a_pipeline_change(
+    tmp_path: Path, corpus: Path, registry: Registry
+) -> None:
+    pipeline = counting_pipeline(tmp_path, corpus, registry)
+    await pipeline.run(options=IN_PROCESS)
+    before = await stored_chunks(pipeline)
+    async with pipeline.build() as built:  # what a run killed before its last write leaves
+        kb = built.knowledge_bases["docs"]
+        summary = max(await kb.list_documents(), key=lambda s: s.chunk_count)
+        digest = summary.metadata["ragflow"]["content_hash"]
+        await kb.vector_store.delete(
+            kb.collection, summary.document_id, {"ragflow": {"content_hash": digest}}
+        )
+
+    strict = RunOptions(workers=0, on_fingerprint_change="refuse")
+    report = (await pipeline.run(options=strict)).knowledge_bases[0]
+    [repair] = [c for c in report.changes if c.action != "unchanged"]
+    assert (repair.action, repair.path) == ("repair", summary.source)
+    assert repair.reason == "chunk 0 is missing: a write was interrupted"
+    assert report.fingerprint_changes == []
+    assert await stored_chunks(pipeline) == before
