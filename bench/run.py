@@ -176,6 +176,8 @@ def report_ingest(title: str, corpus_note: str, runs: dict[str, list[Measured]])
     if runs["agentscope"]:
         lines.append(f"| ingest wall time, ours / AgentScope | {paired(runs['ours'], runs['agentscope']).cell()} | <= 0.6x |")
         lines.append(f"| peak memory (tree), ours / AgentScope | {paired(runs['ours'], runs['agentscope'], 'peak_tree_mb').cell()} | |")
+        store_only = Ratio([f.result["store_seconds"] / a.seconds for f, a in zip(runs["floor"], runs["agentscope"], strict=True)])
+        lines.append(f"| the floor's upserts alone (Qdrant local, one process) / AgentScope | {store_only.cell()} | |")
     lines.append(f"| overhead: wall time, ours / floor | {paired(runs['ours'], runs['floor']).cell()} | <= 1.1x |")
     lines.append(f"| peak memory (tree), ours / floor | {paired(runs['ours'], runs['floor'], 'peak_tree_mb').cell()} | |")
     if runs["rerun"]:

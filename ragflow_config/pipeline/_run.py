@@ -38,6 +38,7 @@ from ._sources import SourceFile, content_hash, discover, document_id
 
 Action = Literal["add", "update", "repair", "unchanged", "delete", "keep", "unsupported", "failed"]
 STATE_KEY = "ragflow"
+_READ_INLINE_BYTES = 1 << 20
 
 
 class RunRefused(RagflowError):
@@ -255,7 +256,9 @@ async def _run_knowledge_base(
             )
 
     async def process(doc_id: str, file: SourceFile) -> None:
-        data = await asyncio.to_thread(file.read)
+        # A thread hop costs more than reading a small file; only large ones leave the loop.
+        small = file.absolute.stat().st_size <= _READ_INLINE_BYTES
+        data = file.read() if small else await asyncio.to_thread(file.read)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
         if change.action in ("add", "update", "repair") and not options.dry_run:
