@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -29,12 +30,16 @@ if TYPE_CHECKING:
     from onnxruntime import InferenceSession
     from tokenizers import Tokenizer
 
+logger = logging.getLogger("ragflow_config.embedding")
+
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_FILE = "all-minilm-l6-v2-tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 DIMENSIONS = 384
 # The model was trained on sequences of at most 256 word pieces.
 MAX_LENGTH = 256
+# Truncation is judged over a run, not one long chunk.
+_TEXTS_BEFORE_JUDGING = 100
 
 
 def _available_cores() -> int:
@@ -93,6 +98,9 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         super().__init__(parameters, **options)
         self._load_lock = threading.Lock()
         self._runtime: tuple[Tokenizer, InferenceSession] | None = None
+        # Word pieces embedded and cut off so far, over how many texts.
+        self._pieces_embedded = self._pieces_cut = self._texts_seen = 0
+        self._warned_of_cuts = False
 
     @property
     def model(self) -> str:
@@ -121,6 +129,7 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         np = require("numpy", "minilm")
         tokenizer, session = self._load()
         encodings = tokenizer.encode_batch(texts)
+        self._count_cuts(encodings)
         input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
         attention_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         (hidden,) = session.run(
@@ -132,6 +141,32 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
             },
         )
         return _mean_pool_normalise(hidden, attention_mask).tolist()
+
+    def _count_cuts(self, encodings: list[Any]) -> None:
+        """Warn once when truncation drops a tenth of what a run gives the model.
+
+        A few long chunks lose a little and are not worth a warning; chunks
+        sized well past ``max_length`` lose much of their text without one.
+        """
+        for encoding in encodings:
+            self._pieces_embedded += sum(encoding.attention_mask)
+            # Each overflow piece repeats [CLS] and [SEP].
+            self._pieces_cut += sum(sum(part.attention_mask) - 2 for part in encoding.overflowing)
+        self._texts_seen += len(encodings)
+        embedded, cut = self._pieces_embedded, self._pieces_cut
+        if self._warned_of_cuts or self._texts_seen < _TEXTS_BEFORE_JUDGING:
+            return
+        if cut > (embedded + cut) / 10:
+            self._warned_of_cuts = True
+            logger.warning(
+                "%s: %.0f%% of the word pieces in %d texts so far fell past max_length (%d) "
+                "and were not embedded; a chunker's chunk_size of about 200 approximate "
+                "tokens fits",
+                self.model,
+                100 * cut / (embedded + cut),
+                self._texts_seen,
+                self.parameters.max_length,
+            )
 
     def _load(self) -> tuple[Tokenizer, InferenceSession]:
         """The tokenizer and ONNX session, created and hash-checked once per instance."""

@@ -114,6 +114,21 @@ async def test_text_past_max_length_is_truncated(model: MiniLMEmbeddingModel) ->
     assert max(abs(x - y) for x, y in zip(vector_a, vector_b, strict=True)) < 1e-5
 
 
+async def test_a_run_losing_a_tenth_of_its_text_to_the_cut_is_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    model = MiniLMEmbeddingModel(max_length=8, batch_size=64)
+    fitting = [f"text number {i}" for i in range(100)]
+    long = "one two three four five six seven eight nine ten eleven twelve"
+    with caplog.at_level("WARNING", logger="ragflow_config.embedding"):
+        await model([long, *fitting])  # one text of a hundred loses a little: no warning
+        assert caplog.records == []
+        await model([long] * 60)
+        await model([long] * 60)
+    [record] = caplog.records
+    assert "fell past max_length (8) and were not embedded" in record.getMessage()
+
+
 async def test_max_length_sets_the_cut() -> None:
     short = MiniLMEmbeddingModel(max_length=8)
     a, b = (
