@@ -207,10 +207,9 @@ def _parser_processes(
         # Workers fork from a server that has imported what the parsers need once.
         libraries = {name for plan in plans for parser in plan.parsers for name in parser.libraries}
         context.set_forkserver_preload(["ragflow_config.rag", *sorted(libraries)])
-    executor = concurrent.futures.ProcessPoolExecutor(
+    return concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=context, initializer=_yield_to_the_event_loop
     )
-    return executor
 
 
 async def _run_knowledge_base(
