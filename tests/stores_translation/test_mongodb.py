@@ -473,7 +473,9 @@ async def test_a_server_error_names_the_store_and_is_not_retried(mongod: FakeMon
 
 async def test_an_unreachable_server_is_retried_then_reported(closed_port: int) -> None:
     uri = f"mongodb://user:s3cret@127.0.0.1:{closed_port}/"
-    async with MongoDBStore(uri=uri, database="rag", timeout=0.2, max_retries=1) as store:
+    async with MongoDBStore(uri=uri, database="rag", connect_timeout=0.2, max_retries=1) as store:
+        options = store._client.options
+        assert (options.server_selection_timeout, options.pool_options.socket_timeout) == (0.2, 30)
         with pytest.raises(VectorStoreError) as caught:
             await store.has_collection("docs")
     assert caught.value.store == f"MongoDBStore(127.0.0.1:{closed_port}/rag)"

@@ -68,8 +68,16 @@ class MongoDBStore(VectorStoreBase):
             default=120.0, gt=0, description="Seconds to wait for a new index to become queryable."
         )
         batch_size: int = Field(default=500, ge=1, description="Records per bulk write.")
+        connect_timeout: float = Field(
+            default=5.0,
+            gt=0,
+            description=(
+                "Seconds to find a reachable server and connect before an attempt fails "
+                "(and is retried): a server that is down is reported in seconds, not minutes."
+            ),
+        )
         timeout: float = Field(
-            default=30.0, gt=0, description="Seconds to find a server and to wait on a socket."
+            default=30.0, gt=0, description="Seconds to wait on a socket for a reply."
         )
 
         @field_validator("database")
@@ -121,13 +129,13 @@ class MongoDBStore(VectorStoreBase):
         uri = credential.uri.get_secret_value()
         self._hosts = _hosts(uri)
         self._readiness = asyncio.Lock()  # made here: a lock belongs to one event loop
-        milliseconds = int(p.timeout * 1000)
+        connect_ms = int(p.connect_timeout * 1000)
         try:
             self._client = pymongo.AsyncMongoClient(
                 uri,
-                serverSelectionTimeoutMS=milliseconds,
-                connectTimeoutMS=milliseconds,
-                socketTimeoutMS=milliseconds,
+                serverSelectionTimeoutMS=connect_ms,
+                connectTimeoutMS=connect_ms,
+                socketTimeoutMS=int(p.timeout * 1000),
                 appname="ragflow-config",
             )
         except pymongo.errors.PyMongoError as exc:
