@@ -15,6 +15,13 @@ import pytest
 from ragflow_config.embedding import HashingEmbeddingModel
 
 
+@pytest.fixture(autouse=True)
+def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """API keys in the developer's shell must not change what a test sends."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
+
+
 @pytest.fixture
 def hashing_model() -> HashingEmbeddingModel:
     return HashingEmbeddingModel(dimensions=64)

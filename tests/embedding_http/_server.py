@@ -7,37 +7,20 @@ that returns a failure to send instead of embeddings, or ``None``.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from _http_fake import JSONServer, Reply, Seen, error_body
 
-@dataclass
-class Reply:
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0  # seconds to wait before answering
+__all__ = ["EmbeddingServer", "Reply", "error_body"]
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-def error_body(message: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": "invalid_request_error"}}
-
-
-class EmbeddingServer:
+class EmbeddingServer(JSONServer):
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[Seen] = []
         self.reply: Callable[[int, dict[str, Any]], Reply | None] = lambda number, body: None
         self.vector_length: int | None = None  # None: the request's `dimensions`, else 8
@@ -48,24 +31,11 @@ class EmbeddingServer:
         self.max_in_flight = 0
         self._state = threading.Condition()
         self._shuffle = random.Random(7)
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_port}/v1"
 
     @staticmethod
     def vector_for(text: str, length: int = 8) -> list[float]:
         digest = hashlib.sha256(text.encode()).digest()
         return [digest[i % len(digest)] / 255 for i in range(length)]
-
-    def start(self) -> None:
-        threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True).start()
-
-    def stop(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         with self._state:
@@ -94,32 +64,3 @@ class EmbeddingServer:
         ]
         self._shuffle.shuffle(data)
         return Reply(200, {"object": "list", "data": data, "model": body["model"]})
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                reply = server.answer(self.path, headers, json.loads(raw))
-                payload = (
-                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                )
-                try:
-                    self.send_response(reply.status)
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):  # the client timed out
-                    pass
-
-        return Handler

@@ -1,4 +1,4 @@
-"""Fixtures of the HTTP embedding tests: a live local server, and no keys from the shell."""
+"""The HTTP embedding tests' live local server."""
 
 from __future__ import annotations
 
@@ -16,9 +16,3 @@ def server() -> Iterator[EmbeddingServer]:
     yield instance
     instance.stop()
 
-
-@pytest.fixture(autouse=True)
-def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keys in the developer's shell must not change what the tests send."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)

@@ -10,23 +10,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-
-@dataclass
-class Reply:
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
+from _http_fake import JSONServer, Reply, Seen, error_body
 
 
 def completion(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None) -> Reply:
@@ -62,9 +48,7 @@ def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, A
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(
-        status, {"error": {"message": message, "type": "invalid_request_error"}}, headers or {}
-    )
+    return Reply(status, error_body(message), headers or {})
 
 
 def problems(body: dict[str, Any]) -> list[str]:
@@ -104,24 +88,12 @@ def problems(body: dict[str, Any]) -> list[str]:
     return found
 
 
-class ChatServer:
+class ChatServer(JSONServer):
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[Seen] = []
         self.replies: list[Reply] = []
         self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._http.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_port}/v1"
-
-    def start(self) -> None:
-        threading.Thread(target=self._http.serve_forever, args=(0.05,), daemon=True).start()
-
-    def stop(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         with self._lock:
@@ -134,29 +106,3 @@ class ChatServer:
             if not self.replies:
                 return error(500, "the test scripted no more replies")
             return self.replies.pop(0)
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                headers = {name.lower(): value for name, value in self.headers.items()}
-                reply = server.answer(self.path, headers, json.loads(raw))
-                payload = (
-                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                )
-                self.send_response(reply.status)
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        return Handler

@@ -1,4 +1,4 @@
-"""A live local chat/completions server, and no API keys from the developer's shell."""
+"""A live local chat/completions server."""
 
 from __future__ import annotations
 
@@ -16,8 +16,3 @@ def server() -> Iterator[ChatServer]:
     yield instance
     instance.stop()
 
-
-@pytest.fixture(autouse=True)
-def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("DASHSCOPE_API_KEY", raising=False)
