@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from types import TracebackType
@@ -56,6 +57,16 @@ class QdrantStore(VectorStoreBase):
         )
         batch_size: int = Field(default=256, ge=1, description="Points per upsert request.")
         timeout: float = Field(default=30.0, gt=0, description="Seconds per server request.")
+        local_write_ahead_log: bool = Field(
+            default=True,
+            description=(
+                "With `path`: keep the local store's SQLite file in write-ahead-log mode "
+                "(synchronous=NORMAL). qdrant-client commits every point on its own; this way a "
+                "commit no longer waits for the disk (about 10x faster writes on a real disk). "
+                "A power cut can lose the last commits, which the next run repairs. Set false "
+                "for a path on a network filesystem, where SQLite's WAL does not work."
+            ),
+        )
 
         @model_validator(mode="after")
         def _one_deployment(self) -> QdrantStore.Parameters:
@@ -104,6 +115,7 @@ class QdrantStore(VectorStoreBase):
             self._client = qdrant_client.AsyncQdrantClient(**kwargs)
         except (RuntimeError, OSError) as exc:  # e.g. the path is locked by another process
             raise VectorStoreError(self.store_name, str(exc)) from exc
+        self._set_local_journal()
         return self
 
     async def __aexit__(
@@ -121,6 +133,25 @@ class QdrantStore(VectorStoreBase):
         if self._client is None:
             raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
         return self._client
+
+    def _set_local_journal(self) -> None:
+        """Apply ``local_write_ahead_log`` to every collection file the local engine has open.
+
+        qdrant-client offers no setting for its SQLite files, so this reaches
+        its private ``collections[...].storage.storage`` connections; a client
+        laid out otherwise is left as it is (and the store's tests fail).
+        """
+        if self.parameters.path is None:
+            return
+        if self.parameters.local_write_ahead_log:
+            pragmas = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
+        else:  # the journal mode is stored in the file: undo an earlier WAL
+            pragmas = ("PRAGMA journal_mode=DELETE", "PRAGMA synchronous=FULL")
+        for collection in getattr(self._client._client, "collections", {}).values():
+            connection = getattr(getattr(collection, "storage", None), "storage", None)
+            if isinstance(connection, sqlite3.Connection):
+                for pragma in pragmas:
+                    connection.execute(pragma)
 
     async def _call(self, operation: Any) -> Any:
         """Run a request; retry a server that cannot be reached, report one that refuses."""
@@ -204,6 +235,7 @@ class QdrantStore(VectorStoreBase):
                 vectors_config=models.VectorParams(size=dimensions, distance=distance),
             )
         )
+        self._set_local_journal()
         if self.parameters.url is not None:  # local mode has no payload indexes
             await self._call(
                 lambda: self.client.create_payload_index(

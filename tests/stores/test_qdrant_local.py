@@ -1,0 +1,43 @@
+"""Qdrant's local mode on a real disk: how its SQLite file is journaled."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ragflow_config.rag import QdrantStore
+
+from .conftest import make_record
+
+
+def journal_mode(path: Path, collection: str) -> str:
+    (database,) = path.glob(f"collection/{collection}/*.sqlite")
+    with sqlite3.connect(database) as connection:
+        return str(connection.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+async def write_and_count(path: Path, **options: object) -> dict[str, int]:
+    """Write three more chunks of one document, reopen the store, and count per document."""
+    async with QdrantStore(path=str(path), **options) as store:
+        await store.create_collection("kb", 4)
+        start = sum(s.chunk_count for s in await store.list_documents("kb"))
+        records = [make_record("doc", start + i, [1.0, float(i), 0.0, 1.0]) for i in range(3)]
+        await store.insert("kb", records)
+    async with QdrantStore(path=str(path), **options) as store:
+        return {s.document_id: s.chunk_count for s in await store.list_documents("kb")}
+
+
+async def test_a_local_store_writes_ahead_by_default_and_keeps_what_it_wrote(tmp_path: Path) -> None:
+    assert await write_and_count(tmp_path) == {"doc": 3}
+    assert journal_mode(tmp_path, "kb") == "wal"
+
+
+async def test_turning_the_log_off_returns_an_existing_file_to_a_rollback_journal(
+    tmp_path: Path,
+) -> None:
+    await write_and_count(tmp_path)
+    assert await write_and_count(tmp_path, local_write_ahead_log=False) == {"doc": 6}
+    assert journal_mode(tmp_path, "kb") == "delete"
+    # And back: a collection that exists before the store opens is switched too.
+    assert await write_and_count(tmp_path) == {"doc": 9}
+    assert journal_mode(tmp_path, "kb") == "wal"
