@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import shutil
@@ -205,3 +206,23 @@ async def test_a_named_store_and_model_are_built_once_and_shared(tmp_path: Path)
         assert guides.embedding_model is faq.embedding_model
         assert inline.vector_store is not guides.vector_store
         assert inline.embedding_model is not guides.embedding_model
+
+
+async def test_a_run_keeps_older_objects_from_the_collector_only_while_it_runs(
+    tmp_path: Path,
+) -> None:
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    frozen_during: list[int] = []
+    options = RunOptions(workers=0, progress=lambda kb, change: frozen_during.append(gc.get_freeze_count()))
+    assert gc.get_freeze_count() == 0
+    await pipeline.run(options=options)
+    assert frozen_during and min(frozen_during) > 0
+    assert gc.get_freeze_count() == 0
+
+    # A caller that froze objects itself finds them still frozen afterwards.
+    gc.freeze()
+    try:
+        await pipeline.run(options=options)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
