@@ -17,11 +17,9 @@ interrupted run converges when started again:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import gc
 import hashlib
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
@@ -29,13 +27,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .._errors import ParserError, RagflowError
-from ..embedding import EmbeddingModelBase
-from ..rag import Chunk, DocumentSummary
-from ..rag._chunkers.base import ChunkerBase
+from ..rag import DocumentSummary
 from ..rag._media_types import detect
-from ..rag._parsers.base import ParserBase
 from ._build import BuiltPipeline, IndexingPlan
 from ._sources import SourceFile, content_hash, discover, document_id
+from ._workers import ParserProcesses, parse_and_chunk
 
 Action = Literal["add", "update", "repair", "unchanged", "delete", "keep", "unsupported", "failed"]
 STATE_KEY = "ragflow"
@@ -185,9 +181,9 @@ async def run(
     reports = []
     workers = options.workers if options.workers is not None else min(4, os.cpu_count() or 1)
     chosen = [plan for name, plan in built.indexing.items() if only is None or name in only]
-    executor = None
+    processes = None
     if workers > 0 and not options.dry_run:
-        executor = _parser_processes(workers, chosen)
+        processes = ParserProcesses(workers, chosen)
     concurrency = max(4, 4 * workers)  # files in flight: enough to keep every process busy
     # What exists before the run (imported modules, the caller's objects) is
     # not the run's garbage: the collector's full passes, which grow with the
@@ -197,35 +193,20 @@ async def run(
         gc.freeze()
     try:
         for plan in chosen:
-            reports.append(await _run_knowledge_base(plan, built, options, executor, concurrency))
+            reports.append(await _run_knowledge_base(plan, built, options, processes, concurrency))
     finally:
         if freeze:
             gc.unfreeze()
-        if executor is not None:
-            executor.shutdown(cancel_futures=True)
+        if processes is not None:
+            processes.shutdown()
     return RunReport(reports, time.perf_counter() - started, options.dry_run)
-
-
-def _parser_processes(
-    workers: int, plans: list[IndexingPlan]
-) -> concurrent.futures.ProcessPoolExecutor:
-    """Processes for parsing (and CPU-bound embedding), started by the first task."""
-    # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
-    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-    if os.name == "posix":
-        # Workers fork from a server that has imported what the parsers need once.
-        libraries = {name for plan in plans for parser in plan.parsers for name in parser.libraries}
-        context.set_forkserver_preload(["ragflow_config.rag", *sorted(libraries)])
-    return concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_yield_to_the_event_loop
-    )
 
 
 async def _run_knowledge_base(
     plan: IndexingPlan,
     built: BuiltPipeline,
     options: RunOptions,
-    executor: concurrent.futures.Executor | None,
+    processes: ParserProcesses | None,
     concurrency: int,
 ) -> KnowledgeBaseReport:
     kb = plan.knowledge_base
@@ -235,9 +216,6 @@ async def _run_knowledge_base(
     existing = {s.document_id: s for s in await kb.list_documents()}
     managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
-    if executor is not None and not wanted.keys() <= existing.keys():
-        # New files to parse: start the processes now, while the first files are read.
-        executor.submit(int)
 
     stale_prints = {
         field_name
@@ -271,7 +249,7 @@ async def _run_knowledge_base(
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
         if change.action in ("add", "update", "repair") and not options.dry_run:
             change = await _write(
-                plan, change, file, data, digest, prints, existing.get(doc_id), executor
+                plan, change, file, data, digest, prints, existing.get(doc_id), processes
             )
         report.changes.append(change)
         if options.progress:
@@ -361,7 +339,7 @@ async def _write(
     digest: str,
     prints: dict[str, str],
     previous: DocumentSummary | None,
-    executor: concurrent.futures.Executor | None,
+    processes: ParserProcesses | None,
 ) -> Change:
     kb = plan.knowledge_base
     media_type = detect(file.relative, data)
@@ -377,12 +355,11 @@ async def _write(
     model = kb.embedding_model if kb.embedding_model.cpu_bound else None
     vectors: list[list[float]] | None = None
     try:
-        if executor is None:
+        if processes is None:
             chunks = await parse_and_chunk(parser, plan.chunker, data, file.relative)
         else:
-            loop = asyncio.get_running_loop()
-            chunks, vectors = await loop.run_in_executor(
-                executor, _prepare_sync, parser, plan.chunker, model, data, file.relative
+            chunks, vectors = await processes.prepare(
+                parser, plan.chunker, model, data, file.relative
             )
     except ParserError as exc:
         return Change("failed", file.relative, change.document_id, exc.cause)
@@ -415,42 +392,3 @@ async def _write(
     if change.action == "update" and old_revision and old_revision != revision and chunks:
         await kb.delete_document(change.document_id, where={STATE_KEY: {"revision": old_revision}})
     return Change(change.action, file.relative, change.document_id, change.reason, len(chunks))
-
-
-async def parse_and_chunk(
-    parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
-) -> list[Chunk]:
-    sections = await parser.parse(data, filename)
-    return await chunker.chunk(sections)
-
-
-def _prepare_sync(
-    parser: ParserBase,
-    chunker: ChunkerBase,
-    model: EmbeddingModelBase | None,
-    data: bytes,
-    filename: str,
-) -> tuple[list[Chunk], list[list[float]] | None]:
-    """The worker-process side: parse and chunk, and embed too when ``model`` is given.
-
-    Parsers (and CPU-bound models) hold the GIL, so they run beside the event
-    loop. The vectors are for the chunks ``model`` can embed, in order.
-    """
-    global _worker_loop
-    if _worker_loop is None:  # one loop per worker process, not one per file
-        _worker_loop = asyncio.new_event_loop()
-    chunks = _worker_loop.run_until_complete(parse_and_chunk(parser, chunker, data, filename))
-    if model is None:
-        return chunks, None
-    texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
-    vectors = _worker_loop.run_until_complete(model(texts)).embeddings if texts else []
-    return chunks, vectors
-
-
-_worker_loop: asyncio.AbstractEventLoop | None = None
-
-
-def _yield_to_the_event_loop() -> None:
-    """Parser processes give way to the event loop's store writes, the pipeline's serial part."""
-    if hasattr(os, "nice"):
-        os.nice(5)

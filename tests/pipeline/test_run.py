@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import hashlib
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from ragflow_config import ParserError
 from ragflow_config.cli import main
-from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.pipeline import Pipeline, RunOptions, RunReport
+from ragflow_config.pipeline._workers import ParserProcesses
 from ragflow_config.rag import DocumentSummary
 
 from .conftest import FILES
@@ -94,22 +97,41 @@ async def test_the_default_process_pool_indexes_the_same(tmp_path: Path) -> None
     assert sorted(stored) == sorted(GOOD)
 
 
-async def test_a_cpu_bound_model_embeds_in_the_parser_processes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path: Path) -> None:
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    data = (tmp_path / "docs" / "fox.md").read_bytes()
+    async with pipeline.build() as built:
+        plan = built.indexing["docs"]
+        parser, chunker, model = plan.parsers[0], plan.chunker, plan.knowledge_base.embedding_model
+        assert model.cpu_bound
+        processes = ParserProcesses(1, [plan])
+        try:
+            # While the processes start, this one parses, and the caller embeds.
+            here, no_vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
+            assert no_vectors is None
+            deadline = time.monotonic() + 120
+            while True:
+                chunks, vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
+                if vectors is not None:
+                    break
+                assert time.monotonic() < deadline, "the parser processes never started"
+                await asyncio.sleep(0.05)
+            # A parser's error in a process reaches the caller as itself.
+            with pytest.raises(ParserError, match="not valid utf-8"):
+                await processes.prepare(parser, chunker, model, b"caf\xe9", "broken.txt")
+        finally:
+            processes.shutdown()
+    assert [c.content.text for c in chunks] == [c.content.text for c in here]
+    assert vectors == (await model([c.content for c in here])).embeddings
+
+
+async def test_a_run_with_parser_processes_stores_what_one_in_process_stores(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     in_process = Pipeline.load(make_project(tmp_path / "a", broken=False))
     await in_process.run(options=RunOptions(workers=0))
-
     pooled = Pipeline.load(make_project(tmp_path / "b", broken=False))
-
-    async def not_here(self: HashingEmbeddingModel, batch: list[object]) -> list[list[float]]:
-        raise AssertionError("the hashing model embedded in the main process")
-
-    with monkeypatch.context() as patch:  # the fork server imports its own, unpatched copy
-        patch.setattr(HashingEmbeddingModel, "embed_batch", not_here)
-        report = await pooled.run(options=RunOptions(workers=1))
+    report = await pooled.run(options=RunOptions(workers=1))
     assert not report.failed and actions(report)["fox.md"] == "add"
 
     async def points(pipeline: Pipeline) -> dict[tuple[str, int], list[float]]:
@@ -121,7 +143,7 @@ async def test_a_cpu_bound_model_embeds_in_the_parser_processes(
     assert await points(pooled) == await points(in_process)
 
 
-async def test_a_parse_failure_in_a_worker_process_fails_only_that_file(tmp_path: Path) -> None:
+async def test_a_parse_failure_fails_only_that_file(tmp_path: Path) -> None:
     pipeline = Pipeline.load(make_project(tmp_path))
     report = await pipeline.run(options=RunOptions(workers=1))
     assert actions(report) == {
