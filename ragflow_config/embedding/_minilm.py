@@ -13,7 +13,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,8 +22,8 @@ from pydantic import Field
 
 from .._errors import EmbeddingError
 from .._extras import require
-from ..message import DataBlock, TextBlock
-from ._base import EmbeddingInput, EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse
+from ..message import DataBlock
+from ._base import EmbeddingModelBase, EmbeddingParameters
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,16 +61,24 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
     """all-MiniLM-L6-v2 (384 dimensions), int8 ONNX, on the CPU, with no network.
 
     Texts are truncated to ``max_length`` word pieces, mean-pooled over the
-    attention mask and L2-normalised, as sentence-transformers does. A call
-    sorts its texts by length before batching, so each batch pads to a similar
-    length, and returns vectors in input order. Inference runs in a worker
-    thread, keeping the event loop free; one ONNX session, created on first
-    use, already spreads each batch over ``threads`` cores, hence
-    ``max_concurrency=1``.
+    attention mask and L2-normalised, as sentence-transformers does. A batch
+    is tokenized at once, then run longest first in session calls of at most
+    ``max_batch_tokens`` padded word pieces, each padded only to its own
+    longest text. Inference runs in a worker thread, keeping the event loop
+    free; one ONNX session, created on first use, already spreads each call
+    over ``threads`` cores, hence ``max_concurrency=1``.
     """
 
     class Parameters(EmbeddingParameters):
-        batch_size: int = Field(default=32, ge=1, description="Texts per ONNX session call.")
+        batch_size: int = Field(default=32, ge=1, description="Texts tokenized and embedded together.")
+        max_batch_tokens: int = Field(
+            default=512, ge=1,
+            description=(
+                "Padded word pieces per ONNX session call (texts times the longest one's "
+                "length; a longer text runs alone). Small calls keep the activations in the "
+                "CPU's cache: 512 ran 25% faster than 32 texts of 256 word pieces at once."
+            ),
+        )
         max_concurrency: int = Field(
             default=1, ge=1,
             description="Batches in flight at once; the session already uses all `threads`.",
@@ -110,17 +118,6 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
     def dimensions(self) -> int:
         return DIMENSIONS
 
-    async def __call__(self, inputs: Sequence[EmbeddingInput]) -> EmbeddingResponse:
-        # Longest first, so batches hold texts of similar length and pad little.
-        # Character count stands in for token count: no second tokenizer pass.
-        order = sorted(range(len(inputs)), key=lambda i: -_length(inputs[i]))
-        response = await super().__call__([inputs[i] for i in order])
-        restored: list[list[float]] = [[] for _ in order]
-        for position, vector in zip(order, response.embeddings, strict=True):
-            restored[position] = vector
-        response.embeddings = restored
-        return response
-
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         texts = [item for item in batch if isinstance(item, str)]
         return await asyncio.to_thread(self._embed_texts, texts)
@@ -130,17 +127,26 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         tokenizer, session = self._load()
         encodings = tokenizer.encode_batch(texts)
         self._count_cuts(encodings)
-        input_ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        attention_mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        (hidden,) = session.run(
-            ["last_hidden_state"],
-            {
-                "input_ids": input_ids,
-                "attention_mask": attention_mask,
-                "token_type_ids": np.zeros_like(input_ids),
-            },
-        )
-        return _mean_pool_normalise(hidden, attention_mask).tolist()
+        vectors: list[list[float]] = [[] for _ in texts]
+        lengths = [len(encoding.ids) for encoding in encodings]
+        for group in _groups_within(self.parameters.max_batch_tokens, lengths):
+            input_ids = np.zeros((len(group), lengths[group[0]]), dtype=np.int64)
+            attention_mask = np.zeros_like(input_ids)
+            for row, index in enumerate(group):
+                input_ids[row, : lengths[index]] = encodings[index].ids
+                attention_mask[row, : lengths[index]] = 1
+            (hidden,) = session.run(
+                ["last_hidden_state"],
+                {
+                    "input_ids": input_ids,
+                    "attention_mask": attention_mask,
+                    "token_type_ids": np.zeros_like(input_ids),
+                },
+            )
+            pooled = _mean_pool_normalise(hidden, attention_mask).tolist()
+            for index, vector in zip(group, pooled, strict=True):
+                vectors[index] = vector
+        return vectors
 
     def _count_cuts(self, encodings: list[Any]) -> None:
         """Warn once when truncation drops a tenth of what a run gives the model.
@@ -181,9 +187,9 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         data = resource.read_bytes()
         _check_digest(str(resource), data, TOKENIZER_SHA256)
         tokenizer = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
-        # The shipped file pads every text to a fixed 128; pad per batch instead.
+        # The shipped file pads every text to a fixed 128; each session call pads its own.
         tokenizer.enable_truncation(max_length=self.parameters.max_length)
-        tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+        tokenizer.no_padding()
         return tokenizer
 
     def _load_session(self) -> InferenceSession:
@@ -202,10 +208,14 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         return ort.InferenceSession(data, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def _length(item: EmbeddingInput) -> int:
-    if isinstance(item, str):
-        return len(item)
-    return len(item.text) if isinstance(item, TextBlock) else 0
+def _groups_within(budget: int, lengths: list[int]) -> Iterator[list[int]]:
+    """Indexes into ``lengths``, longest first, grouped so count x longest <= ``budget`` (or one)."""
+    order = sorted(range(len(lengths)), key=lambda index: -lengths[index])
+    start = 0
+    while start < len(order):
+        count = max(1, budget // lengths[order[start]])
+        yield order[start : start + count]
+        start += count
 
 
 def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:

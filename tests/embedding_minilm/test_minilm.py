@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from ragflow_config import EmbeddingError
 from ragflow_config.embedding import MiniLMEmbeddingModel
+from ragflow_config.embedding._minilm import _groups_within
 from ragflow_config.message import TextBlock
 
 # Ten short passages on unrelated topics, and for each a question that asks for
@@ -87,8 +88,10 @@ async def test_paraphrased_queries_find_their_passage_first(model: MiniLMEmbeddi
     assert hits >= 9
 
 
-async def test_order_is_preserved_across_length_sorting_and_batches() -> None:
-    # Lengths deliberately out of order, and batches of 3 so sorting crosses batches.
+@pytest.mark.parametrize("max_batch_tokens", [1, 40, 512])
+async def test_order_is_preserved_across_length_sorting_and_batches(max_batch_tokens: int) -> None:
+    # Lengths deliberately out of order, batches of 3, and session calls from
+    # one text each (1) to several of unequal lengths.
     texts = [
         "short",
         "a considerably longer sentence about reading files line by line in Python",
@@ -98,7 +101,7 @@ async def test_order_is_preserved_across_length_sorting_and_batches() -> None:
         QUERIES[4],
         PASSAGES[9],
     ]
-    model = MiniLMEmbeddingModel(batch_size=3, max_concurrency=2)
+    model = MiniLMEmbeddingModel(batch_size=3, max_concurrency=2, max_batch_tokens=max_batch_tokens)
     together = (await model(texts)).embeddings
     for text, vector in zip(texts, together, strict=True):
         (alone,) = (await model([text])).embeddings
@@ -187,3 +190,14 @@ def test_parameters_are_validated() -> None:
 def test_registered_as_minilm() -> None:
     (entry,) = entry_points(group="ragflow_config.embeddings", name="minilm")
     assert entry.load() is MiniLMEmbeddingModel
+
+
+@pytest.mark.parametrize("budget", [1, 7, 20, 1000])
+def test_session_calls_stay_within_the_token_budget(budget: int) -> None:
+    lengths = [5, 9, 2, 9, 30, 1, 4, 6]
+    groups = list(_groups_within(budget, lengths))
+    assert sorted(index for group in groups for index in group) == list(range(len(lengths)))
+    widths = [max(lengths[i] for i in group) for group in groups]
+    assert widths == sorted(widths, reverse=True)  # longest first
+    for group, width in zip(groups, widths, strict=True):
+        assert len(group) == 1 or len(group) * width <= budget
