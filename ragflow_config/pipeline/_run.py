@@ -184,7 +184,8 @@ async def run(
     processes = None
     if workers > 0 and not options.dry_run:
         processes = ParserProcesses(workers, chosen)
-    concurrency = max(4, 4 * workers)  # files in flight: enough to keep every process busy
+    # Files in flight: enough for every process to have a task running and one of several files queued.
+    concurrency = max(4, 8 * workers)
     # What exists before the run (imported modules, the caller's objects) is
     # not the run's garbage: the collector's full passes, which grow with the
     # store's in-process points, skip it. Left alone when the caller freezes.

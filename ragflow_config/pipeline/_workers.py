@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import multiprocessing
 import os
+import pickle
+from collections import deque
 from collections.abc import Iterable
 
 from ..embedding import EmbeddingModelBase
@@ -25,6 +28,9 @@ from ._build import IndexingPlan
 logger = logging.getLogger("ragflow_config.pipeline")
 
 Prepared = tuple[list[Chunk], list[list[float]] | None]
+Request = tuple[ParserBase, ChunkerBase, EmbeddingModelBase | None, bytes, str]
+Outcome = tuple[bool, Prepared | BaseException]
+_FILES_PER_TASK = 8
 
 
 class ParserProcesses:
@@ -48,7 +54,10 @@ class ParserProcesses:
         self._executor = concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=context, initializer=_yield_to_the_event_loop
         )
+        self._workers = workers
         self._started: asyncio.Future[bool] | None = None
+        self._waiting: deque[tuple[Request, asyncio.Future[Prepared]]] = deque()
+        self._tasks = 0
 
     def _start_in_background(self) -> None:
         if self._started is None:
@@ -86,10 +95,49 @@ class ParserProcesses:
         self._start_in_background()
         if not self._ready:
             return await parse_and_chunk(parser, chunker, data, filename), None
+        future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
+        self._waiting.append(((parser, chunker, model, data, filename), future))
+        self._send()
+        return await future
+
+    def _send(self) -> None:
+        """Send waiting files to the processes, several to a task once every process is busy.
+
+        Each task costs a round trip through the executor's threads in this
+        process; files that queue up while the processes work share one.
+        """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, _prepare_sync, parser, chunker, model, data, filename
-        )
+        # Two tasks per process: one runs while the other's files and results travel.
+        while self._tasks < 2 * self._workers and self._waiting:
+            group: list[tuple[Request, asyncio.Future[Prepared]]] = []
+            while self._waiting and len(group) < _FILES_PER_TASK:
+                request, future = self._waiting.popleft()
+                if not future.done():  # its caller gave up
+                    group.append((request, future))
+            if not group:
+                return
+            self._tasks += 1
+            task = loop.run_in_executor(self._executor, _prepare_many, [r for r, _ in group])
+            task.add_done_callback(functools.partial(self._settle, [f for _, f in group]))
+
+    def _settle(
+        self, futures: list[asyncio.Future[Prepared]], task: asyncio.Future[list[Outcome]]
+    ) -> None:
+        self._tasks -= 1
+        if task.cancelled():
+            outcomes: list[Outcome] = [(False, asyncio.CancelledError())] * len(futures)
+        elif (error := task.exception()) is not None:  # e.g. a process died
+            outcomes = [(False, error)] * len(futures)
+        else:
+            outcomes = task.result()
+        for future, (ok, value) in zip(futures, outcomes, strict=True):
+            if future.done():
+                continue
+            if ok:
+                future.set_result(value)  # type: ignore[arg-type]
+            else:
+                future.set_exception(value)  # type: ignore[arg-type]
+        self._send()
 
     def shutdown(self) -> None:
         self._executor.shutdown(cancel_futures=True)
@@ -100,6 +148,21 @@ async def parse_and_chunk(
 ) -> list[Chunk]:
     sections = await parser.parse(data, filename)
     return await chunker.chunk(sections)
+
+
+def _prepare_many(requests: list[Request]) -> list[Outcome]:
+    """The worker side of a task: each file's result, or the error it raised."""
+    outcomes: list[Outcome] = []
+    for request in requests:
+        try:
+            outcomes.append((True, _prepare_sync(*request)))
+        except Exception as exc:
+            try:
+                pickle.dumps(exc)
+            except Exception:  # the error must travel back, or the whole task fails
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+            outcomes.append((False, exc))
+    return outcomes
 
 
 def _prepare_sync(

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import hashlib
 import json
+import pickle
 import shutil
 import time
 from pathlib import Path
@@ -15,8 +16,8 @@ import pytest
 from ragflow_config import ParserError
 from ragflow_config.cli import main
 from ragflow_config.pipeline import Pipeline, RunOptions, RunReport
-from ragflow_config.pipeline._workers import ParserProcesses
-from ragflow_config.rag import DocumentSummary
+from ragflow_config.pipeline._workers import ParserProcesses, _prepare_many
+from ragflow_config.rag import ApproxTokenChunker, DocumentSummary, Section, TextParser
 
 from .conftest import FILES
 
@@ -116,9 +117,18 @@ async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path:
                     break
                 assert time.monotonic() < deadline, "the parser processes never started"
                 await asyncio.sleep(0.05)
-            # A parser's error in a process reaches the caller as itself.
-            with pytest.raises(ParserError, match="not valid utf-8"):
-                await processes.prepare(parser, chunker, model, b"caf\xe9", "broken.txt")
+            # Files queued while the process works travel several to a task; a
+            # parser's error reaches its own caller only, as itself.
+            files = [(b"caf\xe9", "broken.txt") if i == 7 else (data, "fox.md") for i in range(20)]
+            outcomes = await asyncio.gather(
+                *(processes.prepare(parser, chunker, model, d, name) for d, name in files),
+                return_exceptions=True,
+            )
+            for i, outcome in enumerate(outcomes):
+                if i == 7:
+                    assert isinstance(outcome, ParserError) and "not valid utf-8" in str(outcome)
+                else:
+                    assert not isinstance(outcome, BaseException) and outcome[1] == vectors
         finally:
             processes.shutdown()
     assert [c.content.text for c in chunks] == [c.content.text for c in here]
@@ -248,3 +258,21 @@ async def test_a_run_keeps_older_objects_from_the_collector_only_while_it_runs(
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_an_error_that_cannot_travel_back_from_a_process_is_reported_by_name() -> None:
+    class Unpicklable(Exception):
+        def __init__(self) -> None:
+            super().__init__("a parser bug")
+            self.callback = lambda: None
+
+    class BuggyParser(TextParser):
+        async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+            raise Unpicklable()
+
+    chunker = ApproxTokenChunker()
+    outcomes = _prepare_many([(BuggyParser(), chunker, None, b"x", "a.txt"), (TextParser(), chunker, None, b"fine", "b.txt")])
+    (failed, error), (ok, prepared) = outcomes
+    assert not failed and isinstance(error, RuntimeError) and str(error) == "Unpicklable: a parser bug"
+    pickle.dumps(outcomes)  # the whole task's result can travel
+    assert ok and [c.content.text for c in prepared[0]] == ["fine"]
