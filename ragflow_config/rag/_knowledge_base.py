@@ -161,6 +161,8 @@ class KnowledgeBase:
     def _prepare(self, chunks: list[Chunk], document_metadata: dict[str, Any]) -> list[Chunk]:
         embeddable = self.embeddable_chunks(chunks)
         total = len(embeddable)
+        # Shallow copies: the caller's chunks stay as they were, and stores
+        # serialise what they are given, so the content blocks can be shared.
         return [
             chunk.model_copy(
                 update={
@@ -171,7 +173,6 @@ class KnowledgeBase:
                         self._metadata_filter or {},
                     ),
                 },
-                deep=True,
             )
             for index, chunk in enumerate(embeddable)
         ]
