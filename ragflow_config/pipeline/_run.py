@@ -258,13 +258,15 @@ async def _run_knowledge_base(
         if change.action == "failed" and plan.spec.on_error == "fail":
             raise _Abort(f"{change.path}: {change.reason}")
 
-    limit = asyncio.Semaphore(concurrency)
+    # A fixed set of tasks shares one iterator over the files, so a run holds
+    # `concurrency` files' work at a time, not a waiting task per file.
+    queue = iter(wanted.items())
 
-    async def bounded(doc_id: str, file: SourceFile) -> None:
-        async with limit:
+    async def take_files() -> None:
+        for doc_id, file in queue:
             await process(doc_id, file)
 
-    tasks = [asyncio.create_task(bounded(doc_id, f)) for doc_id, f in wanted.items()]
+    tasks = [asyncio.create_task(take_files()) for _ in range(min(concurrency, len(wanted)))]
     try:
         await asyncio.gather(*tasks)
     except _Abort as abort:

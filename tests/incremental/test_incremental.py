@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import ClassVar
 
@@ -252,3 +253,14 @@ async def test_a_document_missing_chunk_0_is_repaired_not_taken_for_a_pipeline_c
     assert repair.reason == "chunk 0 is missing: a write was interrupted"
     assert report.fingerprint_changes == []
     assert await stored_chunks(pipeline) == before
+
+
+async def test_a_run_holds_a_few_tasks_at_a_time_however_many_files(
+    tmp_path: Path, corpus: Path, registry: Registry
+) -> None:
+    pipeline = counting_pipeline(tmp_path, corpus, registry)
+    tasks_seen: list[int] = []
+    options = RunOptions(workers=0, progress=lambda kb, change: tasks_seen.append(len(asyncio.all_tasks())))
+    await pipeline.run(options=options)
+    # 30 files; 4 in flight in one process, plus the caller's task and the model's batches.
+    assert len(tasks_seen) == 30 and max(tasks_seen) <= 1 + 4 + 4
