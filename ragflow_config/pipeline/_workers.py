@@ -124,10 +124,12 @@ class ParserProcesses:
         self, futures: list[asyncio.Future[Prepared]], task: asyncio.Future[list[Outcome]]
     ) -> None:
         self._tasks -= 1
-        if task.cancelled():
-            outcomes: list[Outcome] = [(False, asyncio.CancelledError())] * len(futures)
-        elif (error := task.exception()) is not None:  # e.g. a process died
-            outcomes = [(False, error)] * len(futures)
+        if task.cancelled():  # the pool shut down
+            for future in futures:
+                future.cancel()
+            return
+        if (error := task.exception()) is not None:  # e.g. a process died
+            outcomes: list[Outcome] = [(False, error)] * len(futures)
         else:
             outcomes = task.result()
         for future, (ok, value) in zip(futures, outcomes, strict=True):
@@ -155,7 +157,7 @@ def _prepare_many(requests: list[Request]) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for request in requests:
         try:
-            outcomes.append((True, _prepare_sync(*request)))
+            outcomes.append((True, _prepare_sync(request)))
         except Exception as exc:
             try:
                 pickle.dumps(exc)
@@ -165,14 +167,9 @@ def _prepare_many(requests: list[Request]) -> list[Outcome]:
     return outcomes
 
 
-def _prepare_sync(
-    parser: ParserBase,
-    chunker: ChunkerBase,
-    model: EmbeddingModelBase | None,
-    data: bytes,
-    filename: str,
-) -> Prepared:
+def _prepare_sync(request: Request) -> Prepared:
     """The worker side of ``prepare``: the vectors are for the chunks ``model`` can embed, in order."""
+    parser, chunker, model, data, filename = request
     global _worker_loop
     if _worker_loop is None:  # one loop per worker process, not one per file
         _worker_loop = asyncio.new_event_loop()
