@@ -18,7 +18,9 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from .._errors import ParserError
 from ..embedding import EmbeddingModelBase
 from ..rag import Chunk
 from ..rag._chunkers.base import ChunkerBase
@@ -31,6 +33,13 @@ Prepared = tuple[list[Chunk], list[list[float]] | None]
 Request = tuple[ParserBase, ChunkerBase, EmbeddingModelBase | None, bytes, str]
 Outcome = tuple[bool, Prepared | BaseException]
 _FILES_PER_TASK = 8
+
+
+@dataclass
+class _Waiting:
+    request: Request
+    future: asyncio.Future[Prepared]
+    suspect: bool = False
 
 
 class ParserProcesses:
@@ -51,13 +60,18 @@ class ParserProcesses:
             }
             libraries = {name for plan in plans for parser in plan.parsers for name in parser.libraries}
             context.set_forkserver_preload([__name__, *sorted(components | libraries)])
-        self._executor = concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_yield_to_the_event_loop
-        )
+        self._context = context
         self._workers = workers
+        self._executor = self._new_executor()
         self._started: asyncio.Future[bool] | None = None
-        self._waiting: deque[tuple[Request, asyncio.Future[Prepared]]] = deque()
+        self._waiting: deque[_Waiting] = deque()
         self._tasks = 0
+        self._suspect_running = False
+
+    def _new_executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        return concurrent.futures.ProcessPoolExecutor(
+            self._workers, mp_context=self._context, initializer=_yield_to_the_event_loop
+        )
 
     def _start_in_background(self) -> None:
         if self._started is None:
@@ -96,7 +110,7 @@ class ParserProcesses:
         if not self._ready:
             return await parse_and_chunk(parser, chunker, data, filename), None
         future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
-        self._waiting.append(((parser, chunker, model, data, filename), future))
+        self._waiting.append(_Waiting((parser, chunker, model, data, filename), future))
         self._send()
         return await future
 
@@ -104,42 +118,83 @@ class ParserProcesses:
         """Send waiting files to the processes, several to a task once every process is busy.
 
         Each task costs a round trip through the executor's threads in this
-        process; files that queue up while the processes work share one.
+        process; files that queue up while the processes work share one. A
+        suspect (a file in flight when a process died) runs alone, with
+        nothing else in flight, so a crash it causes is pinned on it.
         """
-        loop = asyncio.get_running_loop()
-        # Two tasks per process: one runs while the other's files and results travel.
-        while self._tasks < 2 * self._workers and self._waiting:
-            group: list[tuple[Request, asyncio.Future[Prepared]]] = []
-            while self._waiting and len(group) < _FILES_PER_TASK:
-                request, future = self._waiting.popleft()
-                if not future.done():  # its caller gave up
-                    group.append((request, future))
-            if not group:
+        while self._waiting and not self._suspect_running:
+            if self._waiting[0].suspect:
+                if self._tasks:
+                    return  # wait until the pool is idle
+                group = [self._waiting.popleft()]
+                self._suspect_running = True
+            elif self._tasks < 2 * self._workers:
+                # Two tasks per process: one runs while the other's files and results travel.
+                group = []
+                while self._waiting and not self._waiting[0].suspect and len(group) < _FILES_PER_TASK:
+                    group.append(self._waiting.popleft())
+            else:
                 return
+            group = [waiting for waiting in group if not waiting.future.done()]  # callers that gave up
+            if not group:
+                self._suspect_running = False
+                continue
             self._tasks += 1
-            task = loop.run_in_executor(self._executor, _prepare_many, [r for r, _ in group])
-            task.add_done_callback(functools.partial(self._settle, [f for _, f in group]))
+            executor = self._executor
+            task = asyncio.get_running_loop().run_in_executor(
+                executor, _prepare_many, [waiting.request for waiting in group]
+            )
+            task.add_done_callback(functools.partial(self._settle, executor, group))
 
     def _settle(
-        self, futures: list[asyncio.Future[Prepared]], task: asyncio.Future[list[Outcome]]
+        self,
+        executor: concurrent.futures.Executor,
+        group: list[_Waiting],
+        task: asyncio.Future[list[Outcome]],
     ) -> None:
         self._tasks -= 1
+        if group[0].suspect:
+            self._suspect_running = False
         if task.cancelled():  # the pool shut down
-            for future in futures:
-                future.cancel()
+            for waiting in group:
+                waiting.future.cancel()
             return
-        if (error := task.exception()) is not None:  # e.g. a process died
-            outcomes: list[Outcome] = [(False, error)] * len(futures)
-        else:
-            outcomes = task.result()
-        for future, (ok, value) in zip(futures, outcomes, strict=True):
-            if future.done():
+        error = task.exception()
+        if isinstance(error, concurrent.futures.process.BrokenProcessPool):
+            self._after_a_crash(executor, group)
+            self._send()
+            return
+        outcomes: list[Outcome] = [(False, error)] * len(group) if error else task.result()
+        for waiting, (ok, value) in zip(group, outcomes, strict=True):
+            if waiting.future.done():
                 continue
             if ok:
-                future.set_result(value)  # type: ignore[arg-type]
+                waiting.future.set_result(value)  # type: ignore[arg-type]
             else:
-                future.set_exception(value)  # type: ignore[arg-type]
+                waiting.future.set_exception(value)  # type: ignore[arg-type]
         self._send()
+
+    def _after_a_crash(self, executor: concurrent.futures.Executor, group: list[_Waiting]) -> None:
+        """A process died (a parser library crashed, or ran out of memory): start new ones.
+
+        A suspect that was running alone caused it and fails; every other file
+        of the broken tasks runs again, alone, as a suspect.
+        """
+        if executor is self._executor:
+            logger.warning("a parser process died; starting new ones")
+            self._executor = self._new_executor()
+            executor.shutdown(wait=False, cancel_futures=True)
+        for waiting in reversed(group):
+            if waiting.suspect:
+                waiting.future.set_exception(
+                    ParserError(
+                        waiting.request[4],
+                        "the parser process died while handling this file "
+                        "(a crash in a parsing library, or out of memory)",
+                    )
+                )
+            else:
+                self._waiting.appendleft(_Waiting(waiting.request, waiting.future, suspect=True))
 
     def shutdown(self) -> None:
         self._executor.shutdown(cancel_futures=True)

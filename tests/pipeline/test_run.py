@@ -6,8 +6,11 @@ import asyncio
 import gc
 import hashlib
 import json
+import multiprocessing
+import os
 import pickle
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -276,3 +279,51 @@ def test_an_error_that_cannot_travel_back_from_a_process_is_reported_by_name() -
     assert not failed and isinstance(error, RuntimeError) and str(error) == "Unpicklable: a parser bug"
     pickle.dumps(outcomes)  # the whole task's result can travel
     assert ok and [c.content.text for c in prepared[0]] == ["fine"]
+
+
+class CrashingTextParser(TextParser):
+    """Kills the parser process on ``crash.txt``, as a segfaulting C library would."""
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        if filename == "crash.txt" and multiprocessing.parent_process() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return await super().parse(file, filename)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    async with pipeline.build() as built:
+        plan = built.indexing["docs"]
+        chunker, model = plan.chunker, plan.knowledge_base.embedding_model
+        parser = CrashingTextParser()
+        processes = ParserProcesses(2, [plan])
+        try:
+            deadline = time.monotonic() + 120
+            while (await processes.prepare(parser, chunker, model, b"warm", "a.txt"))[1] is None:
+                assert time.monotonic() < deadline, "the parser processes never started"
+                await asyncio.sleep(0.05)
+            names = [f"file-{i}.txt" for i in range(24)]
+            names[9] = "crash.txt"
+            outcomes = await asyncio.gather(
+                *(processes.prepare(parser, chunker, model, f"text of {n}".encode(), n) for n in names),
+                return_exceptions=True,
+            )
+            after = await processes.prepare(parser, chunker, model, b"after the crash", "later.txt")
+        finally:
+            processes.shutdown()
+    for name, outcome in zip(names, outcomes, strict=True):
+        if name == "crash.txt":
+            assert isinstance(outcome, ParserError)
+            assert str(outcome) == (
+                "crash.txt: the parser process died while handling this file "
+                "(a crash in a parsing library, or out of memory)"
+            )
+        else:
+            assert not isinstance(outcome, BaseException), f"{name}: {outcome!r}"
+            assert [c.content.text for c in outcome[0]] == [f"text of {name}"]
+            assert outcome[1] is not None and len(outcome[1]) == 1
+    assert after[1] is not None  # new processes took over
+    assert "a parser process died; starting new ones" in caplog.text
