@@ -4,7 +4,9 @@ Parsers (and models that embed in pure Python) hold the GIL, so a run hands
 them to worker processes and keeps the event loop for reading files and
 writing to the store. The processes take a moment to start; until they have,
 the event loop does the work itself, so a run's first files (and a small
-run's only ones) never wait for them.
+run's only ones) never wait for them. A process that dies (a crashing
+parsing library, the OOM killer) is replaced, and the file that killed it is
+found by running the files that were in flight one at a time.
 """
 
 from __future__ import annotations
