@@ -129,7 +129,6 @@ class ParserProcesses:
                 if self._tasks:
                     return  # wait until the pool is idle
                 group = [self._waiting.popleft()]
-                self._suspect_running = True
             elif self._tasks < 2 * self._workers:
                 # Two tasks per process: one runs while the other's files and results travel.
                 group = []
@@ -139,8 +138,8 @@ class ParserProcesses:
                 return
             group = [waiting for waiting in group if not waiting.future.done()]  # callers that gave up
             if not group:
-                self._suspect_running = False
                 continue
+            self._suspect_running = group[0].suspect
             self._tasks += 1
             executor = self._executor
             task = asyncio.get_running_loop().run_in_executor(
