@@ -11,8 +11,9 @@ seconds compare work, not interpreter start-up. The last line printed is
 
 * ``ours``: ``Pipeline.load(file).run()`` on a pipeline file written next to
   the store (text, docx, excel and pptx parsers; approx_token 256/32; the
-  model; Qdrant local on ``--store``). Run it twice on one store for a full
-  run, then an unchanged re-run.
+  model; Qdrant local on ``--store``, or with ``--backend pgvector`` the
+  PostgreSQL server at ``$PGVECTOR_DSN``). Run it twice on one store for a
+  full run, then an unchanged re-run.
 * ``floor``: the least a script can do for the same chunks: our parsers and
   chunker in this one process, then the same model and ``qdrant-client``
   upserts of 256 points, with a minimal payload. No change tracking. It also
@@ -55,8 +56,7 @@ PIPELINE = """\
 version: 1
 vector_stores:
   local:
-    type: qdrant
-    parameters: {{path: {store}}}
+{store_block}
 embeddings:
   model:
     type: {model}
@@ -91,11 +91,19 @@ def corpus_files(corpus: Path) -> list[tuple[Path, str]]:
     )
 
 
-def pipeline_file(corpus: Path, store: Path, model: str) -> Path:
+STORE_BLOCKS = {
+    "qdrant": "    type: qdrant\n    parameters: {{path: {store}}}",
+    # The server's DSN comes from $PGVECTOR_DSN, as a pipeline's secrets do.
+    "pgvector": "    type: pgvector",
+}
+
+
+def pipeline_file(corpus: Path, store: Path, model: str, backend: str = "qdrant") -> Path:
     path = store.parent / "pipeline.yaml"
     include = ", ".join(f'"**/*{suffix}"' for suffix in SUFFIXES)
     path.write_text(PIPELINE.format(
-        store=store, model=model, corpus=corpus, include=include,
+        store_block=STORE_BLOCKS[backend].format(store=store),
+        model=model, corpus=corpus, include=include,
         chunk_size=CHUNK_SIZE, overlap=OVERLAP, collection=COLLECTION,
     ))
     return path
@@ -104,7 +112,7 @@ def pipeline_file(corpus: Path, store: Path, model: str) -> Path:
 async def ours(args: argparse.Namespace) -> dict[str, Any]:
     import qdrant_client  # noqa: F401  (imported before the clock, as the other cases do)
 
-    path = pipeline_file(args.corpus, args.store, args.model)
+    path = pipeline_file(args.corpus, args.store, args.model, args.backend)
     started = time.perf_counter()
     report = await Pipeline.load(path).run(options=RunOptions(workers=args.workers))
     seconds = time.perf_counter() - started
@@ -235,6 +243,8 @@ def main() -> None:
     parser.add_argument("case", choices=sorted(CASES))
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--store", type=Path, required=True, help="Qdrant local folder")
+    parser.add_argument("--backend", choices=sorted(STORE_BLOCKS), default="qdrant",
+                        help="ours: the pipeline's store (pgvector: the server at $PGVECTOR_DSN)")
     parser.add_argument("--model", choices=["hashing", "minilm"], default="hashing")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--workers", type=int, default=None, help="ours: parser processes (default: the runner's)")

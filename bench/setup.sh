@@ -14,6 +14,6 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 "$venv/bin/pip" install --quiet --upgrade pip
-"$venv/bin/pip" install --quiet -e "$here/..[rag,local]"
+"$venv/bin/pip" install --quiet -e "$here/..[rag,local,pgvector]"
 "$venv/bin/pip" install --quiet -r "$here/requirements.txt"
 "$venv/bin/python" -c "import agentscope, ragflow_config; print('agentscope', agentscope.__version__)"
