@@ -88,10 +88,12 @@ async def test_paraphrased_queries_find_their_passage_first(model: MiniLMEmbeddi
     assert hits >= 9
 
 
-@pytest.mark.parametrize("max_batch_tokens", [1, 40, 512])
-async def test_order_is_preserved_across_length_sorting_and_batches(max_batch_tokens: int) -> None:
+@pytest.mark.parametrize(("max_batch_tokens", "threads"), [(1, 3), (40, 1), (40, 3), (512, 2)])
+async def test_order_is_preserved_across_length_sorting_and_batches(
+    max_batch_tokens: int, threads: int
+) -> None:
     # Lengths deliberately out of order, batches of 3, and session calls from
-    # one text each (1) to several of unequal lengths.
+    # one text each (1) to several of unequal lengths, run side by side.
     texts = [
         "short",
         "a considerably longer sentence about reading files line by line in Python",
@@ -101,7 +103,9 @@ async def test_order_is_preserved_across_length_sorting_and_batches(max_batch_to
         QUERIES[4],
         PASSAGES[9],
     ]
-    model = MiniLMEmbeddingModel(batch_size=3, max_concurrency=2, max_batch_tokens=max_batch_tokens)
+    model = MiniLMEmbeddingModel(
+        batch_size=3, max_concurrency=2, max_batch_tokens=max_batch_tokens, threads=threads
+    )
     together = (await model(texts)).embeddings
     for text, vector in zip(texts, together, strict=True):
         (alone,) = (await model([text])).embeddings
