@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,26 @@ def hashing_model() -> HashingEmbeddingModel:
 def closed_port() -> int:
     """A loopback port nothing listens on: connecting is refused at once."""
     return free_port()
+
+
+@pytest.fixture
+def unanswering_port() -> Iterator[int]:
+    """A loopback port whose accept queue is full: a new connection hangs, as on a black-holed host."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(0)
+        port = int(server.getsockname()[1])
+        fillers = []
+        for _ in range(4):  # more than the queue holds; the kernel drops the SYNs that follow
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            fillers.append(filler)
+        try:
+            yield port
+        finally:
+            for filler in fillers:
+                filler.close()
 
 
 @pytest.fixture(scope="session")

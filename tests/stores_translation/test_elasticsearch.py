@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 
 import pytest
@@ -438,6 +439,19 @@ async def test_connection_refused_becomes_a_vector_store_error(closed_port: int)
     assert caught.value.store == f"ElasticsearchStore({url})"
     assert caught.value.cause.startswith("ConnectionError")
     assert "gave up after 2 attempts" in caught.value.cause
+
+
+async def test_a_host_that_never_answers_fails_on_the_connect_timeout(
+    unanswering_port: int,
+) -> None:
+    url = f"http://127.0.0.1:{unanswering_port}"
+    started = time.monotonic()
+    async with ElasticsearchStore(hosts=url, max_retries=0, connect_timeout=0.5, timeout=60) as es:
+        with pytest.raises(VectorStoreError) as caught:
+            await es.has_collection("docs")
+    assert caught.value.cause.startswith("ConnectionTimeout")
+    # The 60 s read timeout did not apply to connecting.
+    assert time.monotonic() - started < 30
 
 
 async def test_a_server_that_is_not_elasticsearch_is_refused(es_server: FakeElasticsearch) -> None:

@@ -89,7 +89,17 @@ class ElasticsearchStore(VectorStoreBase):
             description="Make writes searchable before returning: wait_for, true (force) or false.",
         )
         batch_size: int = Field(default=500, ge=1, description="Records per bulk request.")
-        timeout: float = Field(default=30.0, gt=0, description="Seconds per request.")
+        connect_timeout: float = Field(
+            default=5.0,
+            gt=0,
+            description=(
+                "Seconds to open a connection before an attempt fails (and is retried): "
+                "a host that does not answer is reported in seconds, not minutes."
+            ),
+        )
+        timeout: float = Field(
+            default=30.0, gt=0, description="Seconds to wait for a reply to a request."
+        )
 
         @field_validator("hosts")
         @classmethod
@@ -118,18 +128,24 @@ class ElasticsearchStore(VectorStoreBase):
         return f"ElasticsearchStore({', '.join(_without_userinfo(url) for url in urls)})"
 
     async def __aenter__(self) -> ElasticsearchStore:
+        import httpx
+
         elasticsearch = require("elasticsearch", "elasticsearch")
         p = self.parameters
         # Retries are ours (with backoff, mapped to VectorStoreError), not the transport's.
+        # No request_timeout here: the client would pass it with every request as
+        # one number for connecting and reading, overriding the nodes' own below.
         self._client = elasticsearch.AsyncElasticsearch(
             hosts=p.hosts,
             node_class="httpxasync",  # httpx is a core dependency; aiohttp would be another
-            request_timeout=p.timeout,
             max_retries=0,
             retry_on_timeout=False,
             ca_certs=p.ca_certs,
             **self._auth(),
         )
+        timeout = httpx.Timeout(p.timeout, connect=p.connect_timeout)
+        for node in self._client.transport.node_pool.all():
+            node.client.timeout = timeout
         return self
 
     async def __aexit__(
