@@ -29,9 +29,10 @@ from typing import Any, Literal
 from .._errors import ParserError, RagflowError
 from ..rag import DocumentSummary
 from ..rag._media_types import detect
+from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
 from ._sources import SourceFile, content_hash, discover, document_id
-from ._workers import ParserProcesses, parse_and_chunk
+from ._workers import FILES_PER_TASK, ParserProcesses, parse_and_chunk
 
 Action = Literal["add", "update", "repair", "unchanged", "delete", "keep", "unsupported", "failed"]
 STATE_KEY = "ragflow"
@@ -128,6 +129,7 @@ class RunOptions:
     on_fingerprint_change: Literal["reindex", "refuse"] = "reindex"
     repair: bool = True
     workers: int | None = None  # parser processes; 0 parses in this process
+    max_bytes_in_flight: int = 64 << 20  # the files held at once, by size (a larger one goes alone)
     progress: Callable[[str, Change], None] | None = None
 
 
@@ -184,8 +186,10 @@ async def run(
     processes = None
     if workers > 0 and not options.dry_run:
         processes = ParserProcesses(workers, chosen)
-    # Files in flight: enough for every process to have a task running and one of several files queued.
-    concurrency = max(4, 8 * workers)
+    # Files in flight: enough to keep every process's two tasks full while the
+    # event loop writes out a finished task's files (with 16, the processes idled).
+    concurrency = max(4, 4 * FILES_PER_TASK * workers)
+    budget = ByteBudget(options.max_bytes_in_flight)
     # What exists before the run (imported modules, the caller's objects) is
     # not the run's garbage: the collector's full passes, which grow with the
     # store's in-process points, skip it. Left alone when the caller freezes.
@@ -194,7 +198,9 @@ async def run(
         gc.freeze()
     try:
         for plan in chosen:
-            reports.append(await _run_knowledge_base(plan, built, options, processes, concurrency))
+            reports.append(
+                await _run_knowledge_base(plan, built, options, processes, concurrency, budget)
+            )
     finally:
         if freeze:
             gc.unfreeze()
@@ -209,6 +215,7 @@ async def _run_knowledge_base(
     options: RunOptions,
     processes: ParserProcesses | None,
     concurrency: int,
+    budget: ByteBudget,
 ) -> KnowledgeBaseReport:
     kb = plan.knowledge_base
     report = KnowledgeBaseReport(kb.name)
@@ -242,10 +249,9 @@ async def _run_knowledge_base(
                 "check the sources (a moved folder or an empty checkout?) or pass --force"
             )
 
-    async def process(doc_id: str, file: SourceFile) -> None:
+    async def process(doc_id: str, file: SourceFile, size: int) -> None:
         # A thread hop costs more than reading a small file; only large ones leave the loop.
-        small = file.absolute.stat().st_size <= _READ_INLINE_BYTES
-        data = file.read() if small else await asyncio.to_thread(file.read)
+        data = file.read() if size <= _READ_INLINE_BYTES else await asyncio.to_thread(file.read)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
         if change.action in ("add", "update", "repair") and not options.dry_run:
@@ -259,12 +265,15 @@ async def _run_knowledge_base(
             raise _Abort(f"{change.path}: {change.reason}")
 
     # A fixed set of tasks shares one iterator over the files, so a run holds
-    # `concurrency` files' work at a time, not a waiting task per file.
+    # `concurrency` files' work at a time (and at most the budget's bytes of
+    # them), not a waiting task per file.
     queue = iter(wanted.items())
 
     async def take_files() -> None:
         for doc_id, file in queue:
-            await process(doc_id, file)
+            size = file.absolute.stat().st_size
+            async with budget.hold(size):
+                await process(doc_id, file, size)
 
     tasks = [asyncio.create_task(take_files()) for _ in range(min(concurrency, len(wanted)))]
     try:

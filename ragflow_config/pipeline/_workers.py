@@ -34,7 +34,7 @@ logger = logging.getLogger("ragflow_config.pipeline")
 Prepared = tuple[list[Chunk], list[list[float]] | None]
 Request = tuple[ParserBase, ChunkerBase, EmbeddingModelBase | None, bytes, str]
 Outcome = tuple[bool, Prepared | BaseException]
-_FILES_PER_TASK = 8
+FILES_PER_TASK = 8
 
 
 @dataclass
@@ -132,7 +132,7 @@ class ParserProcesses:
             elif self._tasks < 2 * self._workers:
                 # Two tasks per process: one runs while the other's files and results travel.
                 group = []
-                while self._waiting and not self._waiting[0].suspect and len(group) < _FILES_PER_TASK:
+                while self._waiting and not self._waiting[0].suspect and len(group) < FILES_PER_TASK:
                     group.append(self._waiting.popleft())
             else:
                 return
