@@ -249,20 +249,26 @@ async def _run_knowledge_base(
                 "check the sources (a moved folder or an empty checkout?) or pass --force"
             )
 
-    async def process(doc_id: str, file: SourceFile, size: int) -> None:
+    def finish(change: Change) -> None:
+        report.changes.append(change)
+        if options.progress:
+            options.progress(kb.name, change)
+        if change.action == "failed" and plan.spec.on_error == "fail":
+            raise _Abort(f"{change.path}: {change.reason}")
+
+    async def process(doc_id: str, file: SourceFile, size: int) -> Change:
         # A thread hop costs more than reading a small file; only large ones leave the loop.
-        data = file.read() if size <= _READ_INLINE_BYTES else await asyncio.to_thread(file.read)
+        try:
+            data = file.read() if size <= _READ_INLINE_BYTES else await asyncio.to_thread(file.read)
+        except OSError as exc:
+            return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
         if change.action in ("add", "update", "repair") and not options.dry_run:
             change = await _write(
                 plan, change, file, data, digest, prints, existing.get(doc_id), processes
             )
-        report.changes.append(change)
-        if options.progress:
-            options.progress(kb.name, change)
-        if change.action == "failed" and plan.spec.on_error == "fail":
-            raise _Abort(f"{change.path}: {change.reason}")
+        return change
 
     # A fixed set of tasks shares one iterator over the files, so a run holds
     # `concurrency` files' work at a time (and at most the budget's bytes of
@@ -271,9 +277,13 @@ async def _run_knowledge_base(
 
     async def take_files() -> None:
         for doc_id, file in queue:
-            size = file.absolute.stat().st_size
+            try:
+                size = file.absolute.stat().st_size
+            except OSError as exc:  # gone since it was listed, or not ours to read
+                finish(_unreadable(file, doc_id, exc))
+                continue
             async with budget.hold(size):
-                await process(doc_id, file, size)
+                finish(await process(doc_id, file, size))
 
     tasks = [asyncio.create_task(take_files()) for _ in range(min(concurrency, len(wanted)))]
     try:
@@ -306,6 +316,11 @@ async def _run_knowledge_base(
 
 class _Abort(Exception):
     pass
+
+
+def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:
+    """A file that cannot be read fails alone; what the store holds of it stays."""
+    return Change("failed", file.relative, doc_id, f"cannot read the file: {exc.strerror or exc}")
 
 
 def _sorted(report: KnowledgeBaseReport) -> KnowledgeBaseReport:

@@ -18,7 +18,7 @@ import pytest
 
 from ragflow_config import ParserError
 from ragflow_config.cli import main
-from ragflow_config.pipeline import Pipeline, RunOptions, RunReport
+from ragflow_config.pipeline import Change, Pipeline, RunOptions, RunReport
 from ragflow_config.pipeline._workers import ParserProcesses, _prepare_many
 from ragflow_config.rag import ApproxTokenChunker, DocumentSummary, Section, TextParser
 
@@ -164,6 +164,42 @@ async def test_a_parse_failure_fails_only_that_file(tmp_path: Path) -> None:
         UNSUPPORTED: "unsupported",
         BROKEN: "failed",
     }
+
+
+async def test_a_file_gone_since_it_was_listed_fails_alone_and_keeps_its_stored_version(
+    tmp_path: Path,
+) -> None:
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    docs = tmp_path / "docs"
+    for i in range(8):
+        (docs / f"note{i}.txt").write_text(f"note number {i}\n", encoding="utf-8")
+    await pipeline.run(options=RunOptions(workers=0))
+    before = await documents(pipeline)
+    for path in docs.rglob("*.*"):
+        path.write_text(path.read_text(errors="replace") + "edited\n", encoding="utf-8")
+
+    reported: set[str] = set()
+
+    def delete_the_rest(kb: str, change: Change) -> None:
+        # The first report deletes every file not yet reported, as a checkout
+        # that changes under a run would; some are in flight already.
+        if not reported:
+            for path in docs.rglob("*.txt"):
+                if path.relative_to(docs).as_posix() != change.path:
+                    path.unlink()
+        reported.add(change.path)
+
+    report = await pipeline.run(options=RunOptions(workers=0, progress=delete_the_rest))
+
+    [kb] = report.knowledge_bases
+    failed = {c.path: c.reason for c in kb.changes if c.action == "failed"}
+    assert failed, "the deletions came too late to test anything"
+    assert set(failed.values()) == {"cannot read the file: No such file or directory"}
+    assert kb.aborted is None and len(kb.changes) == len(before) + 1  # + logo.bin
+    after = await documents(pipeline)
+    assert set(after) == set(before)
+    for path in failed:
+        assert after[path].metadata == before[path].metadata  # the old version, untouched
 
 
 async def test_on_error_fail_stops_at_the_first_failure(tmp_path: Path) -> None:
