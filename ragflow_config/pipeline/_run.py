@@ -264,9 +264,11 @@ async def _run_knowledge_base(
             return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
-        if change.action in ("add", "update", "repair") and not options.dry_run:
+        writes = change.action in ("add", "update", "repair") and not options.dry_run
+        ahead.decided(writes)
+        if writes:
             change = await _write(
-                plan, change, file, data, digest, prints, existing.get(doc_id), processes
+                plan, change, file, data, digest, prints, existing.get(doc_id), processes, ahead.files()
             )
         return change
 
@@ -274,9 +276,11 @@ async def _run_knowledge_base(
     # `concurrency` files' work at a time (and at most the budget's bytes of
     # them), not a waiting task per file.
     queue = iter(wanted.items())
+    ahead = _Ahead(len(wanted))
 
     async def take_files() -> None:
         for doc_id, file in queue:
+            ahead.reached += 1
             try:
                 size = file.absolute.stat().st_size
             except OSError as exc:  # gone since it was listed, or not ours to read
@@ -316,6 +320,25 @@ async def _run_knowledge_base(
 
 class _Abort(Exception):
     pass
+
+
+@dataclass
+class _Ahead:
+    """How many of the files not yet reached will need writing, judged by the share so far."""
+
+    total: int
+    reached: int = 0
+    seen: int = 0
+    writing: int = 0
+
+    def decided(self, writes: bool) -> None:
+        self.seen += 1
+        if writes:
+            self.writing += 1
+
+    def files(self) -> int:
+        left = self.total - self.reached
+        return left if not self.seen else left * self.writing // self.seen
 
 
 def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:
@@ -367,6 +390,7 @@ async def _write(
     prints: dict[str, str],
     previous: DocumentSummary | None,
     processes: ParserProcesses | None,
+    files_ahead: int,
 ) -> Change:
     kb = plan.knowledge_base
     media_type = detect(file.relative, data)
@@ -386,7 +410,7 @@ async def _write(
             chunks = await parse_and_chunk(parser, plan.chunker, data, file.relative)
         else:
             chunks, vectors = await processes.prepare(
-                parser, plan.chunker, model, data, file.relative
+                parser, plan.chunker, model, data, file.relative, backlog=files_ahead
             )
     except ParserError as exc:
         return Change("failed", file.relative, change.document_id, exc.cause)

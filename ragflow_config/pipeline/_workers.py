@@ -2,9 +2,10 @@
 
 Parsers (and models that embed in pure Python) hold the GIL, so a run hands
 them to worker processes and keeps the event loop for reading files and
-writing to the store. The processes take a moment to start; until they have,
-the event loop does the work itself, so a run's first files (and a small
-run's only ones) never wait for them. A process that dies (a crashing
+writing to the store. The processes take most of a second to start, so they
+start only when the files ahead would take this process longer than that to
+parse; until they have, the event loop does the work itself, so a run's
+first files (and a small run's only ones) never wait for them. A process that dies (a crashing
 parsing library, the OOM killer) is replaced, and the file that killed it is
 found by running the files that were in flight one at a time.
 """
@@ -18,6 +19,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +37,9 @@ Prepared = tuple[list[Chunk], list[list[float]] | None]
 Request = tuple[ParserBase, ChunkerBase, EmbeddingModelBase | None, bytes, str]
 Outcome = tuple[bool, Prepared | BaseException]
 FILES_PER_TASK = 8
+# Parsing ahead, in seconds of this process's time, that is worth starting the
+# processes for: about what their start takes (importing the parsers' libraries).
+_WORTH_STARTING = 0.5
 
 
 @dataclass
@@ -69,6 +74,8 @@ class ParserProcesses:
         self._waiting: deque[_Waiting] = deque()
         self._tasks = 0
         self._suspect_running = False
+        self._parsed_here = 0
+        self._seconds_here = 0.0
 
     def _new_executor(self) -> concurrent.futures.ProcessPoolExecutor:
         return concurrent.futures.ProcessPoolExecutor(
@@ -90,8 +97,16 @@ class ParserProcesses:
             return False
         return True
 
+    def _worth_starting(self, backlog: int | None) -> bool:
+        if backlog is None:
+            return True
+        if not self._parsed_here:  # nothing measured yet: the first file tells
+            return False
+        return backlog * self._seconds_here / self._parsed_here >= _WORTH_STARTING
+
     @property
-    def _ready(self) -> bool:
+    def started(self) -> bool:
+        """Whether the processes have started and take the files now."""
         started = self._started
         return started is not None and started.done() and started.result()
 
@@ -102,15 +117,23 @@ class ParserProcesses:
         model: EmbeddingModelBase | None,
         data: bytes,
         filename: str,
+        backlog: int | None = None,
     ) -> Prepared:
         """Parse and chunk, and embed too when ``model`` is given, in a process.
 
-        Until the processes have started, this process parses and chunks and
-        returns no vectors: the caller embeds. The first call starts them.
+        Until the processes have started, this process does the same work.
+        ``backlog`` is how many files are expected after this one: the
+        processes start once doing those here would take longer than starting
+        them. ``None`` (unknown) starts them at once.
         """
-        self._start_in_background()
-        if not self._ready:
-            return await parse_and_chunk(parser, chunker, data, filename), None
+        if self._started is None and self._worth_starting(backlog):
+            self._start_in_background()
+        if not self.started:
+            began = time.perf_counter()
+            prepared = await _prepare(parser, chunker, model, data, filename)
+            self._seconds_here += time.perf_counter() - began
+            self._parsed_here += 1
+            return prepared
         future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
         self._waiting.append(_Waiting((parser, chunker, model, data, filename), future))
         self._send()
@@ -223,18 +246,27 @@ def _prepare_many(requests: list[Request]) -> list[Outcome]:
     return outcomes
 
 
-def _prepare_sync(request: Request) -> Prepared:
-    """The worker side of ``prepare``: the vectors are for the chunks ``model`` can embed, in order."""
-    parser, chunker, model, data, filename = request
-    global _worker_loop
-    if _worker_loop is None:  # one loop per worker process, not one per file
-        _worker_loop = asyncio.new_event_loop()
-    chunks = _worker_loop.run_until_complete(parse_and_chunk(parser, chunker, data, filename))
+async def _prepare(
+    parser: ParserBase,
+    chunker: ChunkerBase,
+    model: EmbeddingModelBase | None,
+    data: bytes,
+    filename: str,
+) -> Prepared:
+    """The vectors are for the chunks ``model`` can embed, in order; none without a model."""
+    chunks = await parse_and_chunk(parser, chunker, data, filename)
     if model is None:
         return chunks, None
     texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
-    vectors = _worker_loop.run_until_complete(model(texts)).embeddings if texts else []
-    return chunks, vectors
+    return chunks, (await model(texts)).embeddings if texts else []
+
+
+def _prepare_sync(request: Request) -> Prepared:
+    """The worker side of ``prepare``."""
+    global _worker_loop
+    if _worker_loop is None:  # one loop per worker process, not one per file
+        _worker_loop = asyncio.new_event_loop()
+    return _worker_loop.run_until_complete(_prepare(*request))
 
 
 _worker_loop: asyncio.AbstractEventLoop | None = None

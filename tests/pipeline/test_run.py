@@ -110,16 +110,14 @@ async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path:
         assert model.cpu_bound
         processes = ParserProcesses(1, [plan])
         try:
-            # While the processes start, this one parses, and the caller embeds.
-            here, no_vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
-            assert no_vectors is None
+            # While the processes start, this one does their work.
+            here, vectors_here = await processes.prepare(parser, chunker, model, data, "fox.md")
+            assert not processes.started
             deadline = time.monotonic() + 120
-            while True:
-                chunks, vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
-                if vectors is not None:
-                    break
+            while not processes.started:
                 assert time.monotonic() < deadline, "the parser processes never started"
                 await asyncio.sleep(0.05)
+            chunks, vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
             # Files queued while the process works travel several to a task; a
             # parser's error reaches its own caller only, as itself.
             files = [(b"caf\xe9", "broken.txt") if i == 7 else (data, "fox.md") for i in range(20)]
@@ -135,22 +133,89 @@ async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path:
         finally:
             processes.shutdown()
     assert [c.content.text for c in chunks] == [c.content.text for c in here]
-    assert vectors == (await model([c.content for c in here])).embeddings
+    assert vectors == vectors_here == (await model([c.content for c in here])).embeddings
 
 
-async def test_a_run_with_parser_processes_stores_what_one_in_process_stores(tmp_path: Path) -> None:
+async def test_parser_processes_start_only_for_more_parsing_than_their_start_costs(
+    tmp_path: Path,
+) -> None:
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    data = (tmp_path / "docs" / "fox.md").read_bytes()
+    before = set(multiprocessing.active_children())
+    async with pipeline.build() as built:
+        plan = built.indexing["docs"]
+        parser, chunker, model = plan.parsers[0], plan.chunker, plan.knowledge_base.embedding_model
+        processes = ParserProcesses(1, [plan])
+        try:
+            for _ in range(5):  # a few small files ahead: done here, in a few milliseconds
+                await processes.prepare(parser, chunker, model, data, "f.md", backlog=3)
+            await asyncio.sleep(1)
+            assert not processes.started and set(multiprocessing.active_children()) == before
+            deadline = time.monotonic() + 120
+            while not processes.started:
+                await processes.prepare(parser, chunker, model, data, "f.md", backlog=10**6)
+                assert time.monotonic() < deadline, "the parser processes never started"
+                await asyncio.sleep(0.05)
+        finally:
+            processes.shutdown()
+
+
+async def test_a_small_run_never_starts_parser_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Observed where the start begins: a run this small ends before any
+    # process would have appeared, and its end would wait for them.
+    starts: list[int] = []
+    start = ParserProcesses._start_in_background
+
+    def counted(self: ParserProcesses) -> None:
+        starts.append(1)
+        start(self)
+
+    monkeypatch.setattr(ParserProcesses, "_start_in_background", counted)
+    report = await Pipeline.load(make_project(tmp_path, broken=False)).run(
+        options=RunOptions(workers=2)
+    )
+    assert set(actions(report).values()) == {"add", "unsupported"}
+    assert starts == []
+
+
+def many_files(folder: Path, count: int) -> Path:
+    """``count`` files of ~20 KB each, distinct words, a pipeline of 512-token chunks over them."""
+    path = make_project(folder, broken=False)
+    path.write_text(path.read_text().replace("chunk_size: 32, overlap: 4", "chunk_size: 512, overlap: 0"))
+    words = [f"w{n}" for n in range(5000)]
+    for i in range(count):
+        text = " ".join(words[(i * 7 + j * 13) % len(words)] for j in range(3000))
+        (folder / "docs" / "many" / f"{i:04}.txt").parent.mkdir(parents=True, exist_ok=True)
+        (folder / "docs" / "many" / f"{i:04}.txt").write_text(text + "\n", encoding="utf-8")
+    return path
+
+
+async def test_a_run_whose_files_go_through_the_processes_stores_what_one_in_process_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settled: list[int] = []
+    settle = ParserProcesses._settle
+
+    def counted(self: ParserProcesses, *args: object) -> None:
+        settled.append(1)
+        settle(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ParserProcesses, "_settle", counted)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    in_process = Pipeline.load(make_project(tmp_path / "a", broken=False))
+    in_process = Pipeline.load(many_files(tmp_path / "a", 400))
     await in_process.run(options=RunOptions(workers=0))
-    pooled = Pipeline.load(make_project(tmp_path / "b", broken=False))
-    report = await pooled.run(options=RunOptions(workers=1))
-    assert not report.failed and actions(report)["fox.md"] == "add"
+    pooled = Pipeline.load(many_files(tmp_path / "b", 400))
+    report = await pooled.run(options=RunOptions(workers=2))
+    assert not report.failed and report.knowledge_bases[0].count("add") == 403
+    assert settled, "no file went through the processes: the test proves nothing"
 
     async def points(pipeline: Pipeline) -> dict[tuple[str, int], list[float]]:
         async with pipeline.build() as built:
             kb = built.knowledge_base("docs")
-            hits = await kb.search(["fox", "sorted key function", "read a file line by line"], top_k=50)
+            hits = await kb.search(["fox", "w17 w30 w43", "read a file line by line"], top_k=500)
         return {(hit.chunk.source, hit.chunk.chunk_index): round(hit.score, 9) for hit in hits}
 
     assert await points(pooled) == await points(in_process)
@@ -338,7 +403,8 @@ async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes
         processes = ParserProcesses(2, [plan])
         try:
             deadline = time.monotonic() + 120
-            while (await processes.prepare(parser, chunker, model, b"warm", "a.txt"))[1] is None:
+            while not processes.started:
+                await processes.prepare(parser, chunker, model, b"warm", "a.txt")
                 assert time.monotonic() < deadline, "the parser processes never started"
                 await asyncio.sleep(0.05)
             names = [f"file-{i}.txt" for i in range(24)]
