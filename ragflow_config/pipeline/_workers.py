@@ -74,7 +74,7 @@ class ParserProcesses:
         self._waiting: deque[_Waiting] = deque()
         self._tasks = 0
         self._suspect_running = False
-        self._parsed_here = 0
+        self._prepared_here = 0
         self._seconds_here = 0.0
 
     def _new_executor(self) -> concurrent.futures.ProcessPoolExecutor:
@@ -100,9 +100,9 @@ class ParserProcesses:
     def _worth_starting(self, backlog: int | None) -> bool:
         if backlog is None:
             return True
-        if not self._parsed_here:  # nothing measured yet: the first file tells
+        if not self._prepared_here:  # nothing measured yet: the first file tells
             return False
-        return backlog * self._seconds_here / self._parsed_here >= _WORTH_STARTING
+        return backlog * self._seconds_here / self._prepared_here >= _WORTH_STARTING
 
     @property
     def started(self) -> bool:
@@ -132,7 +132,7 @@ class ParserProcesses:
             began = time.perf_counter()
             prepared = await _prepare(parser, chunker, model, data, filename)
             self._seconds_here += time.perf_counter() - began
-            self._parsed_here += 1
+            self._prepared_here += 1
             return prepared
         future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
         self._waiting.append(_Waiting((parser, chunker, model, data, filename), future))
