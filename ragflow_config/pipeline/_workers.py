@@ -3,11 +3,11 @@
 Parsers (and models that embed in pure Python) hold the GIL, so a run hands
 them to worker processes and keeps the event loop for reading files and
 writing to the store. The processes take most of a second to start, so they
-start only when the files ahead would take this process longer than that to
-parse; until they have, the event loop does the work itself, so a run's
-first files (and a small run's only ones) never wait for them. A process that dies (a crashing
-parsing library, the OOM killer) is replaced, and the file that killed it is
-found by running the files that were in flight one at a time.
+start only when the files ahead would keep this process busy for longer than
+that; until they have, the event loop does the work itself, so a run's first
+files (and a small run's only ones) never wait for them. A process that dies
+(a crashing parsing library, the OOM killer) is replaced, and the file that
+killed it is found by running the files that were in flight one at a time.
 """
 
 from __future__ import annotations

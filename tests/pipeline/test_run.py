@@ -185,10 +185,11 @@ def many_files(folder: Path, count: int) -> Path:
     path = make_project(folder, broken=False)
     path.write_text(path.read_text().replace("chunk_size: 32, overlap: 4", "chunk_size: 512, overlap: 0"))
     words = [f"w{n}" for n in range(5000)]
+    many = folder / "docs" / "many"
+    many.mkdir()
     for i in range(count):
         text = " ".join(words[(i * 7 + j * 13) % len(words)] for j in range(3000))
-        (folder / "docs" / "many" / f"{i:04}.txt").parent.mkdir(parents=True, exist_ok=True)
-        (folder / "docs" / "many" / f"{i:04}.txt").write_text(text + "\n", encoding="utf-8")
+        (many / f"{i:04}.txt").write_text(text + "\n", encoding="utf-8")
     return path
 
 
