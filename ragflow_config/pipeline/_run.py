@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -324,21 +325,22 @@ class _Abort(Exception):
 
 @dataclass
 class _Ahead:
-    """How many of the files not yet reached will need writing, judged by the share so far."""
+    """How many of the files not yet reached will need writing, judged by the recent share.
+
+    Recent, not overall: changes come in clusters (a new folder, an edited
+    subtree), and a run should see one as soon as it reaches it.
+    """
 
     total: int
     reached: int = 0
-    seen: int = 0
-    writing: int = 0
+    recent: deque[bool] = field(default_factory=lambda: deque(maxlen=64))
 
     def decided(self, writes: bool) -> None:
-        self.seen += 1
-        if writes:
-            self.writing += 1
+        self.recent.append(writes)
 
     def files(self) -> int:
         left = self.total - self.reached
-        return left if not self.seen else left * self.writing // self.seen
+        return left * sum(self.recent) // len(self.recent) if self.recent else left
 
 
 def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:

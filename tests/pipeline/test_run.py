@@ -19,6 +19,7 @@ import pytest
 from ragflow_config import ParserError
 from ragflow_config.cli import main
 from ragflow_config.pipeline import Change, Pipeline, RunOptions, RunReport
+from ragflow_config.pipeline._run import _Ahead
 from ragflow_config.pipeline._workers import ParserProcesses, _prepare_many
 from ragflow_config.rag import ApproxTokenChunker, DocumentSummary, Section, TextParser
 
@@ -178,6 +179,23 @@ async def test_a_small_run_never_starts_parser_processes(
     )
     assert set(actions(report).values()) == {"add", "unsupported"}
     assert starts == []
+
+
+def test_the_files_ahead_follow_the_recent_share_of_changed_files() -> None:
+    ahead = _Ahead(total=2000)
+    ahead.reached = 64
+    assert ahead.files() == 1936  # nothing decided yet: every file may need writing
+    for _ in range(1000):  # an unchanged stretch
+        ahead.decided(False)
+    ahead.reached = 1064
+    assert ahead.files() == 0
+    for _ in range(64):  # then a new folder: the estimate follows at once
+        ahead.decided(True)
+    ahead.reached = 1128
+    assert ahead.files() == 872
+    for _ in range(16):
+        ahead.decided(False)
+    assert ahead.files() == 872 * 48 // 64
 
 
 def many_files(folder: Path, count: int) -> Path:
