@@ -84,8 +84,8 @@ class _PeakSampler(threading.Thread):
     def run(self) -> None:
         tick = 0
         while not self.stopped.wait(0.05):
+            with_pss = tick % self.PSS_EVERY == 0  # from the first sample, so a short case has one
             tick += 1
-            with_pss = tick % self.PSS_EVERY == 0
             try:
                 tree = [self.process, *self.process.children(recursive=True)]
                 total = total_pss = 0
