@@ -49,6 +49,15 @@ class VectorStoreError(RagflowError):
         return (type(self), (self.store, self.cause))
 
 
+class UnstorableDocumentError(VectorStoreError):
+    """A store cannot hold one document's content as given (a NUL character in
+    PostgreSQL text, a value past an engine's length limit).
+
+    The store is fine and so are other documents: a run fails this document
+    alone, with this message, and goes on.
+    """
+
+
 class CollectionMismatchError(RagflowError):
     """A collection exists but was built for other vectors (another dimension count)."""
 
