@@ -40,11 +40,15 @@ class ApproxTokenChunker(ChunkerBase):
 
     class Parameters(ChunkerBase.Parameters):
         chunk_size: int = Field(
-            default=512, ge=1, title="Chunk Size",
+            default=512,
+            ge=1,
+            title="Chunk Size",
             description="Largest chunk, in approximate tokens (UTF-8 bytes // 4).",
         )
         overlap: int = Field(
-            default=50, ge=0, title="Overlap",
+            default=50,
+            ge=0,
+            title="Overlap",
             description="Approximate tokens shared by neighbouring chunks; less than chunk_size.",
         )
 

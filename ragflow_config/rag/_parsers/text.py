@@ -60,8 +60,19 @@ class TextParser(ParserBase):
 
     @classmethod
     def supported_extensions(cls) -> list[str]:
-        return [".csv", ".htm", ".html", ".json", ".markdown", ".md", ".rst", ".txt", ".xml",
-                ".yaml", ".yml"]
+        return [
+            ".csv",
+            ".htm",
+            ".html",
+            ".json",
+            ".markdown",
+            ".md",
+            ".rst",
+            ".txt",
+            ".xml",
+            ".yaml",
+            ".yml",
+        ]
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         if isinstance(file, str) and not os.path.isfile(file):
@@ -73,7 +84,7 @@ class TextParser(ParserBase):
     def decode(self, data: bytes, filename: str) -> str:
         encoding = self.parameters.encoding
         if data.startswith(codecs.BOM_UTF8) and codecs.lookup(encoding).name == "utf-8":
-            data = data[len(codecs.BOM_UTF8):]
+            data = data[len(codecs.BOM_UTF8) :]
         try:
             return data.decode(encoding, errors=self.parameters.errors)
         except UnicodeDecodeError as exc:
