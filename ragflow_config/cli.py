@@ -370,7 +370,16 @@ def _delete(args: argparse.Namespace) -> int:
 
     async def delete() -> int:
         async with pipeline.build([args.kb]) as built:
-            await built.knowledge_base(args.kb).delete_document(args.document_id)
+            kb = built.knowledge_base(args.kb)
+            # Deleting is scoped, so an id outside the scope deletes nothing: say so.
+            if not await kb.list_chunks(args.document_id, limit=1):
+                print(
+                    f"error: nothing deleted: {args.kb} has no document {args.document_id}"
+                    + (" within its metadata_filter" if kb.metadata_filter else ""),
+                    file=sys.stderr,
+                )
+                return EXIT_ERROR
+            await kb.delete_document(args.document_id)
         print(f"deleted {args.document_id} from {args.kb}")
         return EXIT_OK
 

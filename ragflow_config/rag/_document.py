@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -35,11 +37,22 @@ class Chunk(BaseModel):
 
 
 class VectorRecord(BaseModel):
-    """What a vector store persists: a vector, the document it belongs to, and the chunk."""
+    """What a vector store persists: a vector, the document it belongs to, and the chunk.
+
+    ``scope`` is the writing knowledge base's ``metadata_filter`` in canonical
+    form (empty without one). It is part of the record's key, so two scopes
+    sharing a collection never share a record, even under one ``document_id``.
+    """
 
     vector: list[float]
     document_id: str
     chunk: Chunk
+    scope: str = ""
+
+    @property
+    def key(self) -> str:
+        """A stable 64-hex-character id for this chunk of this document in this scope."""
+        return record_key(self.document_id, self.chunk.chunk_index, self.scope)
 
 
 class VectorSearchResult(BaseModel):
@@ -57,3 +70,22 @@ class DocumentSummary(BaseModel):
     source: str
     chunk_count: int
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def scope_key(metadata_filter: dict[str, Any] | None) -> str:
+    """A ``metadata_filter`` in canonical form: equal filters give equal keys."""
+    return (
+        json.dumps(metadata_filter, sort_keys=True, separators=(",", ":"))
+        if metadata_filter
+        else ""
+    )
+
+
+def record_key(document_id: str, chunk_index: int, scope: str = "") -> str:
+    """A stable 64-hex-character id for one chunk of one document in one scope.
+
+    Unscoped records keep the id they always had (AgentScope derives it from
+    ``(document_id, chunk_index)`` alone), so existing collections stay valid.
+    """
+    key = f"{document_id}\0{chunk_index}" if not scope else f"{scope}\0{document_id}\0{chunk_index}"
+    return hashlib.sha256(key.encode()).hexdigest()

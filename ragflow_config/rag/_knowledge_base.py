@@ -11,7 +11,7 @@ from typing import Any
 from .._errors import CollectionMismatchError
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase
 from ..message import DataBlock, TextBlock
-from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._stores.base import VectorStoreBase, flatten_filter
 
 logger = logging.getLogger("ragflow_config.knowledge_base")
@@ -23,9 +23,13 @@ class KnowledgeBase:
     ``metadata_filter`` scopes every operation: ``search``, ``list_documents``
     and ``delete_document`` never reach records outside it, and
     ``insert_document`` stamps its fields onto every chunk, overriding what a
-    parser wrote. The store must already be entered (``async with store:``);
-    the handle performs no I/O until first used, then creates the collection
-    sized to ``embedding_model.dimensions``.
+    parser wrote. Records are keyed by scope as well as by document id and
+    chunk index, so a knowledge base can never replace, delete or hide a
+    record of another scope in the same collection, whatever ids it uses.
+
+    The store must already be entered (``async with store:``); the handle
+    performs no I/O until first used, then creates the collection sized to
+    ``embedding_model.dimensions``.
     """
 
     def __init__(
@@ -44,6 +48,7 @@ class KnowledgeBase:
         self._vector_store = vector_store
         self._collection = collection
         self._metadata_filter = dict(metadata_filter) if metadata_filter else None
+        self._scope = scope_key(self._metadata_filter)
         self._ready = False
         self._ready_lock = asyncio.Lock()
 
@@ -122,7 +127,9 @@ class KnowledgeBase:
         # Chunks were validated when made and vectors checked above; validating
         # every float again cost more than the rest of the bookkeeping.
         records = [
-            VectorRecord.model_construct(vector=vector, document_id=document_id, chunk=chunk)
+            VectorRecord.model_construct(
+                vector=vector, document_id=document_id, chunk=chunk, scope=self._scope
+            )
             for vector, chunk in zip(embeddings, prepared, strict=True)
         ]
         records.reverse()
@@ -138,7 +145,9 @@ class KnowledgeBase:
         if len(vectors) != expected:
             raise RuntimeError(f"{model.model} gave {len(vectors)} vectors for {expected} chunks")
         if any(len(vector) != model.dimensions for vector in vectors):
-            raise RuntimeError(f"{model.model} gave a vector of other than {model.dimensions} dimensions")
+            raise RuntimeError(
+                f"{model.model} gave a vector of other than {model.dimensions} dimensions"
+            )
 
     def embeddable_chunks(self, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks this knowledge base's model can embed; warns naming the others."""

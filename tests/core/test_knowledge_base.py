@@ -213,8 +213,13 @@ class TenantHijackingParser(ParserBase):
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         text = file.decode() if isinstance(file, bytes) else file
-        return [Section(content=TextBlock(text=text), source=filename,
-                        metadata={"tenant_id": "b", "kind": "memo"})]
+        return [
+            Section(
+                content=TextBlock(text=text),
+                source=filename,
+                metadata={"tenant_id": "b", "kind": "memo"},
+            )
+        ]
 
 
 async def test_tenants_sharing_a_collection_are_isolated(
@@ -368,14 +373,19 @@ async def test_data_block_chunks_are_skipped_by_a_text_only_model_and_the_rest_r
     store: QdrantStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     sections = [
-        Section(content=TextBlock(text="Slide one: cats."), source="deck.pptx",
-                metadata={"slide": 1}),
+        Section(
+            content=TextBlock(text="Slide one: cats."), source="deck.pptx", metadata={"slide": 1}
+        ),
         Section(content=PNG, source="deck.pptx", metadata={"slide": 2}),
-        Section(content=TextBlock(text="Slide three: dogs."), source="deck.pptx",
-                metadata={"slide": 3}),
+        Section(
+            content=TextBlock(text="Slide three: dogs."), source="deck.pptx", metadata={"slide": 3}
+        ),
         Section(content=JPEG, source="deck.pptx", metadata={"slide": 4}),
-        Section(content=TextBlock(text="Slide five: parrots."), source="deck.pptx",
-                metadata={"slide": 5}),
+        Section(
+            content=TextBlock(text="Slide five: parrots."),
+            source="deck.pptx",
+            metadata={"slide": 5},
+        ),
     ]
     chunks = await ApproxTokenChunker().chunk(sections)
     model = RecordingHashingModel()
@@ -390,10 +400,14 @@ async def test_data_block_chunks_are_skipped_by_a_text_only_model_and_the_rest_r
     assert all(isinstance(item, str) for batch in model.batches for item in batch)
     stored = await kb.list_chunks(doc)
     assert [(c.chunk_index, c.total_chunks, c.metadata["slide"]) for c in stored] == [
-        (0, 3, 1), (1, 3, 3), (2, 3, 5),
+        (0, 3, 1),
+        (1, 3, 3),
+        (2, 3, 5),
     ]
     assert [c.content.text for c in stored] == [
-        "Slide one: cats.", "Slide three: dogs.", "Slide five: parrots.",
+        "Slide one: cats.",
+        "Slide three: dogs.",
+        "Slide five: parrots.",
     ]
     [summary] = await kb.list_documents()
     assert summary.chunk_count == 3
@@ -443,8 +457,13 @@ async def test_the_callers_chunks_are_not_mutated(
     chunks = [
         *text_chunks("Cats.", "Dogs.", org={"team": "y", "floor": 3}, page=2),
         Chunk(content=PNG, source="pets.txt", chunk_index=2, total_chunks=4),
-        Chunk(content=TextBlock(text="Parrots."), source="pets.txt", chunk_index=3,
-              total_chunks=4, metadata={"org": {"team": "y"}}),
+        Chunk(
+            content=TextBlock(text="Parrots."),
+            source="pets.txt",
+            chunk_index=3,
+            total_chunks=4,
+            metadata={"org": {"team": "y"}},
+        ),
     ]
     for chunk in chunks[:2]:
         chunk.total_chunks = 4
@@ -495,3 +514,19 @@ async def test_given_embeddings_that_do_not_fit_write_nothing(
     with pytest.raises(RuntimeError, match=message):
         await kb.insert_document(text_chunks(*PETS[:3]), embeddings=vectors)
     assert [s.document_id for s in await kb.list_documents()] == [keeper]
+
+
+async def test_a_tenant_cannot_take_over_another_tenants_document_id(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    tenant_a = knowledge(store, hashing_model, metadata_filter={"tenant_id": "a"})
+    tenant_b = knowledge(store, hashing_model, metadata_filter={"tenant_id": "b"})
+    await tenant_a.insert_document(text_chunks(*PETS[:2]), document_id="handbook")
+
+    await tenant_b.insert_document(text_chunks("Tenant b's own handbook."), document_id="handbook")
+    await tenant_b.delete_document("handbook")
+
+    [summary] = await tenant_a.list_documents()
+    assert (summary.document_id, summary.chunk_count) == ("handbook", 2)
+    assert [c.content.text for c in await tenant_a.list_chunks("handbook")] == PETS[:2]
+    assert await tenant_b.list_documents() == []

@@ -17,6 +17,7 @@ import pytest
 from ragflow_config import VectorStoreError
 from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
+from ragflow_config.rag._document import scope_key
 
 from .conftest import StoreCase, make_record
 
@@ -182,7 +183,7 @@ HOSTILE_VALUES = [
     "it's",
     'say "hi"',
     "back\\slash",
-    'trailing\\',
+    "trailing\\",
     'escaped\\"quote',
     "dot.ted.value",
     "tab\there",
@@ -197,14 +198,12 @@ INJECTIONS = [
     "' OR '1'='1",
     '") or metadata["label"] != ("',
     "x'); DROP TABLE users; --",
-    '*',
-    '%',
+    "*",
+    "%",
 ]
 
 
-async def test_filter_values_are_data_never_syntax(
-    store: VectorStoreBase, collection: str
-) -> None:
+async def test_filter_values_are_data_never_syntax(store: VectorStoreBase, collection: str) -> None:
     await store.create_collection(collection, DIMENSIONS)
     records = [
         make_record(f"doc-{i}", 0, unit(i % DIMENSIONS), {"label": value})
@@ -376,12 +375,33 @@ async def test_reinserting_records_replaces_them(store: VectorStoreBase, collect
     assert {r.chunk.metadata["version"] for r in results} == {2}
 
 
+async def test_records_of_two_scopes_never_share_a_key(
+    store: VectorStoreBase, collection: str
+) -> None:
+    """One document id written under two scopes is two documents: neither replaces the other."""
+    await store.create_collection(collection, DIMENSIONS)
+    tenants = {"a": scope_key({"tenant": "a"}), "b": scope_key({"tenant": "b"})}
+    for position, (tenant, scope) in enumerate(tenants.items()):
+        records = [
+            make_record("doc", i, unit(position), {"tenant": tenant}, total=2) for i in range(2)
+        ]
+        await store.insert(collection, [r.model_copy(update={"scope": scope}) for r in records])
+
+    for tenant in tenants:
+        assert await counts(store, collection, {"tenant": tenant}) == {"doc": 2}
+        hits = await store.search(collection, unit(0), top_k=10, metadata_filter={"tenant": tenant})
+        assert {r.chunk.metadata["tenant"] for r in hits} == {tenant}
+        assert len(hits) == 2
+
+    await store.delete(collection, "doc", metadata_filter={"tenant": "b"})
+    assert await counts(store, collection, {"tenant": "a"}) == {"doc": 2}
+    assert await counts(store, collection, {"tenant": "b"}) == {}
+
+
 HOSTILE_DOCUMENT_IDS = ['quote"d', "it's", "back\\slash", "two\nlines", '" or 1==1 or "', "ünï 😀"]
 
 
-async def test_document_ids_are_data_never_syntax(
-    store: VectorStoreBase, collection: str
-) -> None:
+async def test_document_ids_are_data_never_syntax(store: VectorStoreBase, collection: str) -> None:
     await store.create_collection(collection, DIMENSIONS)
     await store.insert(
         collection,

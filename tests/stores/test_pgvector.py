@@ -102,7 +102,7 @@ async def test_a_filtered_search_through_the_index_still_finds_top_k(
         # A plain index scan finds none of them: the nearest 40 are all hay.
         async with await psycopg.AsyncConnection.connect(dsn) as connection:
             cursor = await connection.execute(
-                "SELECT document_id FROM kb_post_filter WHERE metadata @> '{\"t\": \"n\"}'"
+                'SELECT document_id FROM kb_post_filter WHERE metadata @> \'{"t": "n"}\''
                 " ORDER BY embedding <=> '[1,0,0]' LIMIT 5"
             )
             assert await cursor.fetchall() == []
@@ -128,3 +128,34 @@ async def test_a_dropped_connection_is_reopened(pgvector_dsn: str, drop: list[st
             assert await cursor.fetchone() == (1,)
 
         assert [r.document_id for r in await store.search(name, [1.0, 0.0])] == ["doc"]
+
+
+async def test_a_table_from_before_scoped_keys_is_migrated_on_first_write(
+    pgvector_dsn: str, drop: list[str]
+) -> None:
+    from ragflow_config.rag._document import scope_key
+
+    drop.append("kb_unscoped_key")
+    async with await psycopg.AsyncConnection.connect(pgvector_dsn, autocommit=True) as connection:
+        await connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await connection.execute(
+            "CREATE TABLE kb_unscoped_key (document_id text NOT NULL,"
+            " chunk_index integer NOT NULL, embedding vector(2) NOT NULL,"
+            " chunk jsonb NOT NULL, metadata jsonb NOT NULL,"
+            " PRIMARY KEY (document_id, chunk_index))"
+        )
+    old = make_record("doc", 0, [1.0, 0.0], {"tenant": "a"})
+    async with open_store(pgvector_dsn) as store:
+        await store.insert("kb_unscoped_key", [old])
+        scoped = make_record("doc", 0, [0.0, 1.0], {"tenant": "b"})
+        await store.insert(
+            "kb_unscoped_key", [scoped.model_copy(update={"scope": scope_key({"tenant": "b"})})]
+        )
+        tenants = {
+            tenant: [
+                (s.document_id, s.chunk_count)
+                for s in await store.list_documents("kb_unscoped_key", {"tenant": tenant})
+            ]
+            for tenant in ("a", "b")
+        }
+    assert tenants == {"a": [("doc", 1)], "b": [("doc", 1)]}

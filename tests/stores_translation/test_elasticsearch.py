@@ -17,7 +17,7 @@ import pytest
 
 from ragflow_config import VectorStoreError
 from ragflow_config.credential import ElasticsearchCredential, MissingSecretError
-from ragflow_config.rag._stores.base import record_id
+from ragflow_config.rag._document import record_key
 from ragflow_config.rag._stores.elasticsearch import ElasticsearchStore, common_score
 
 from .conftest import make_record
@@ -33,7 +33,7 @@ def hit(document_id: str, chunk_index: int, score: float, **metadata: Any) -> di
     chunk = make_record(document_id, chunk_index, metadata).chunk.model_dump(mode="json")
     return {
         "_index": "docs",
-        "_id": record_id(document_id, chunk_index),
+        "_id": record_key(document_id, chunk_index),
         "_score": score,
         "_source": {"document_id": document_id, "chunk": chunk},
         "sort": [chunk_index],
@@ -141,7 +141,7 @@ async def test_insert_sends_batched_ndjson_bulk_requests(es_server: FakeElastics
         records, zip(lines[::2], lines[1::2], strict=True), strict=True
     ):
         assert action == {
-            "index": {"_index": "docs", "_id": record_id("doc", record.chunk.chunk_index)}
+            "index": {"_index": "docs", "_id": record_key("doc", record.chunk.chunk_index)}
         }
         assert source == {
             "vector": record.vector,

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ragflow_config import VectorStoreError
 from ragflow_config.credential import MissingSecretError
-from ragflow_config.rag._stores.base import record_id
+from ragflow_config.rag._document import record_key
 from ragflow_config.rag._stores.mongodb import (
     MongoDBStore,
     common_score,
@@ -302,7 +302,7 @@ async def test_collection_dimensions_reads_the_index_definition(mongod: FakeMong
         assert await store.collection_dimensions("missing") is None
 
 
-async def test_insert_sends_batched_upserts_keyed_by_record_id(mongod: FakeMongod) -> None:
+async def test_insert_sends_batched_upserts_keyed_by_record_key(mongod: FakeMongod) -> None:
     records = [make_record("doc", i, {"t": "x"}) for i in range(3)]
     async with store_for(mongod, batch_size=2) as store:
         await store.insert("docs", records)
@@ -311,7 +311,7 @@ async def test_insert_sends_batched_upserts_keyed_by_record_id(mongod: FakeMongo
     assert first["ordered"] is False
     assert len(first["updates"]) == 2 and len(second["updates"]) == 1
     for record, update in zip(records, first["updates"] + second["updates"], strict=True):
-        _id = record_id("doc", record.chunk.chunk_index)
+        _id = record_key("doc", record.chunk.chunk_index)
         assert update == {
             "q": {"_id": _id},
             "u": {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
 import random
@@ -125,11 +124,6 @@ class VectorStoreBase(Component):
     def store_name(self) -> str:
         """How errors name this store."""
         return type(self).__name__
-
-
-def record_id(document_id: str, chunk_index: int) -> str:
-    """A stable 64-hex-character id for one chunk of one document."""
-    return hashlib.sha256(f"{document_id}\0{chunk_index}".encode()).hexdigest()
 
 
 def flatten_filter(metadata_filter: dict[str, Any] | None) -> list[FilterPair]:

@@ -18,7 +18,7 @@ from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import ElasticsearchCredential, MissingSecretError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import Scalar, StoreParameters, VectorStoreBase, flatten_filter, record_id, with_retries
+from .base import Scalar, StoreParameters, VectorStoreBase, flatten_filter, with_retries
 
 T = TypeVar("T")
 
@@ -260,7 +260,7 @@ class ElasticsearchStore(VectorStoreBase):
             operations: list[dict[str, Any]] = []
             for record in batch:
                 chunk = record.chunk
-                _id = record_id(record.document_id, chunk.chunk_index)
+                _id = record.key
                 operations.append({"index": {"_index": index, "_id": _id}})
                 operations.append(
                     {

@@ -26,7 +26,6 @@ from .base import (
     StoreParameters,
     VectorStoreBase,
     flatten_filter,
-    record_id,
     summarize,
     with_retries,
 )
@@ -385,7 +384,7 @@ class MilvusLiteStore(VectorStoreBase):
 def _row(record: VectorRecord) -> dict[str, Any]:
     chunk = record.chunk.model_dump(mode="json")
     return {
-        "id": record_id(record.document_id, record.chunk.chunk_index),
+        "id": record.key,
         "document_key": _document_key(record.document_id),
         "document_id": record.document_id,
         "chunk_index": record.chunk.chunk_index,

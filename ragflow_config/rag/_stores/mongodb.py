@@ -15,7 +15,7 @@ from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import StoreParameters, VectorStoreBase, flatten_filter, record_id, with_retries
+from .base import StoreParameters, VectorStoreBase, flatten_filter, with_retries
 
 T = TypeVar("T")
 
@@ -569,7 +569,7 @@ def documents_pipeline(metadata_filter: dict[str, Any] | None) -> list[dict[str,
 
 def stored_document(record: VectorRecord) -> tuple[str, dict[str, Any]]:
     """The ``_id`` and body of ``record``'s MongoDB document."""
-    _id = record_id(record.document_id, record.chunk.chunk_index)
+    _id = record.key
     return _id, {
         "_id": _id,
         "document_id": record.document_id,

@@ -30,8 +30,9 @@ _MAX_EF_SEARCH = 1000
 class PgVectorStore(VectorStoreBase):
     """A PostgreSQL table per knowledge base, searched through an HNSW index.
 
-    Columns: ``document_id`` and ``chunk_index`` (the primary key), ``embedding
-    vector(n)``, ``chunk jsonb`` and ``metadata jsonb`` under a GIN index;
+    Columns: ``document_id``, ``chunk_index`` and ``scope`` (the primary key:
+    see ``VectorRecord.scope``), ``embedding vector(n)``, ``chunk jsonb`` and
+    ``metadata jsonb`` under a GIN index;
     ``metadata_filter`` is JSON containment, which nests naturally. The DSN is
     ``credential``, or else read from the variable ``dsn_env``.
 
@@ -69,6 +70,7 @@ class PgVectorStore(VectorStoreBase):
         self._connection: Any = None
         self._lock: asyncio.Lock | None = None
         self._iterative_scan = False
+        self._scoped_tables: set[str] = set()
 
     @property
     def store_name(self) -> str:
@@ -179,6 +181,38 @@ class PgVectorStore(VectorStoreBase):
             )
         return sql.Identifier(name)
 
+    async def _key_by_scope(self, connection: Any, name: str) -> None:
+        """Give a table made before records were keyed by scope its ``scope`` column.
+
+        Such a table's key is ``(document_id, chunk_index)``, under which one
+        scope's insert would replace another's record. Checked once per table.
+        """
+        if name in self._scoped_tables:
+            return
+        from psycopg import sql
+
+        table = self._table(name)
+        async with connection.transaction():
+            await connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"ragflow_config:table:{name}",),
+            )
+            cursor = await connection.execute(
+                "SELECT conname, EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = conrelid"
+                "  AND attname = 'scope' AND NOT attisdropped)"
+                " FROM pg_constraint WHERE conrelid = to_regclass(%s) AND contype = 'p'",
+                (table.as_string(connection),),
+            )
+            row = await cursor.fetchone()
+            if row is not None and not row[1]:
+                await connection.execute(
+                    sql.SQL(
+                        "ALTER TABLE {} ADD COLUMN scope text NOT NULL DEFAULT '',"
+                        " DROP CONSTRAINT {}, ADD PRIMARY KEY (document_id, chunk_index, scope)"
+                    ).format(table, sql.Identifier(row[0]))
+                )
+        self._scoped_tables.add(name)
+
     async def _dimensions(self, connection: Any, name: str) -> int | None:
         """The table's vector length; ``None`` if absent; 0 if it is not a store table."""
         table = self._table(name).as_string(connection)
@@ -216,7 +250,8 @@ class PgVectorStore(VectorStoreBase):
                         " embedding vector({}) NOT NULL,"
                         " chunk jsonb NOT NULL,"
                         " metadata jsonb NOT NULL,"
-                        " PRIMARY KEY (document_id, chunk_index))"
+                        " scope text NOT NULL DEFAULT '',"
+                        " PRIMARY KEY (document_id, chunk_index, scope))"
                     ).format(table, sql.Literal(int(dimensions)))
                 )
                 await connection.execute(
@@ -248,9 +283,9 @@ class PgVectorStore(VectorStoreBase):
         from psycopg.types.json import Jsonb
 
         statement = sql.SQL(
-            "INSERT INTO {} (document_id, chunk_index, embedding, chunk, metadata)"
-            " VALUES (%s, %s, %s, %s, %s)"
-            " ON CONFLICT (document_id, chunk_index) DO UPDATE SET"
+            "INSERT INTO {} (document_id, chunk_index, scope, embedding, chunk, metadata)"
+            " VALUES (%s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (document_id, chunk_index, scope) DO UPDATE SET"
             " embedding = EXCLUDED.embedding, chunk = EXCLUDED.chunk,"
             " metadata = EXCLUDED.metadata"
         ).format(self._table(collection))
@@ -261,6 +296,7 @@ class PgVectorStore(VectorStoreBase):
                 (
                     record.document_id,
                     record.chunk.chunk_index,
+                    record.scope,
                     Vector(record.vector),
                     Jsonb(chunk),
                     Jsonb(chunk["metadata"]),
@@ -269,6 +305,7 @@ class PgVectorStore(VectorStoreBase):
         size = self.parameters.batch_size
 
         async def write(connection: Any) -> None:
+            await self._key_by_scope(connection, collection)
             # One transaction: a failed insert leaves no half-written document.
             async with connection.transaction(), connection.cursor() as cursor:
                 for start in range(0, len(rows), size):

@@ -21,7 +21,6 @@ from .base import (
     StoreParameters,
     VectorStoreBase,
     flatten_filter,
-    record_id,
     summarize,
     with_retries,
 )
@@ -266,7 +265,7 @@ class QdrantStore(VectorStoreBase):
             # model_construct: the records are validated already, and the client checks points again.
             points = [
                 models.PointStruct.model_construct(
-                    id=_point_id(record.document_id, record.chunk.chunk_index),
+                    id=_point_id(record),
                     vector=record.vector,
                     payload={
                         "document_id": record.document_id,
@@ -375,5 +374,5 @@ class QdrantStore(VectorStoreBase):
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)
 
 
-def _point_id(document_id: str, chunk_index: int) -> str:
-    return str(uuid.UUID(record_id(document_id, chunk_index)[:32]))
+def _point_id(record: VectorRecord) -> str:
+    return str(uuid.UUID(record.key[:32]))
