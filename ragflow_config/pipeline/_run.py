@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .._errors import ParserError, RagflowError
+from .._errors import ParserError, RagflowError, UnstorableDocumentError
 from ..rag import DocumentSummary
 from ..rag._media_types import detect
 from ._budget import ByteBudget
@@ -435,13 +435,28 @@ async def _write(
         }
         chunks[0] = chunks[0].model_copy(update={"metadata": {**chunks[0].metadata, STATE_KEY: state}})
     metadata = {**file.source.metadata, STATE_KEY: {"revision": revision}}
-    old_revision = _state(previous).get("revision") if previous else None
+    old_state = _state(previous) if previous else {}
+    old_revision = old_state.get("revision")
     if change.action == "repair" or (previous is not None and not chunks):
         await kb.delete_document(change.document_id)
+    elif change.action == "update" and previous is not None and previous.chunk_count > 1:
+        # Overwriting in place, a kill would leave the old chunk 0, whose state
+        # vouches for the old version, beside some new chunks: if the file then
+        # went back to its old content, the mix would pass as that version.
+        # Withdrawn first, its absence marks the write as interrupted, while the
+        # old version's other chunks stay searchable until overwritten.
+        old_chunk_0 = {"revision": old_revision, "content_hash": old_state["content_hash"]}
+        await kb.delete_document(change.document_id, where={STATE_KEY: old_chunk_0})
     if chunks:
-        await kb.insert_document(
-            chunks, document_id=change.document_id, document_metadata=metadata, embeddings=vectors
-        )
+        try:
+            await kb.insert_document(
+                chunks,
+                document_id=change.document_id,
+                document_metadata=metadata,
+                embeddings=vectors,
+            )
+        except UnstorableDocumentError as exc:
+            return Change("failed", file.relative, change.document_id, exc.cause)
     if change.action == "update" and old_revision and old_revision != revision and chunks:
         await kb.delete_document(change.document_id, where={STATE_KEY: {"revision": old_revision}})
     return Change(change.action, file.relative, change.document_id, change.reason, len(chunks))

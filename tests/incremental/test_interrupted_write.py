@@ -1,0 +1,175 @@
+"""A run killed inside one document's write, on each embedded store, then the file changed back.
+
+The store plugin below writes half of a document's records, then SIGKILLs its
+own process: the state a store without a per-document transaction is left in
+when a run dies mid-write. If the file then returns to the content the store
+held before (a cancelled CI run followed by a run of the previous commit), the
+stored mix of old and new chunks must still be found and repaired.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ragflow_config.cli import main
+from ragflow_config.pipeline import Pipeline, RunOptions
+
+from ._corpus import WORDS
+from .test_incremental import stored_chunks
+
+PLUGIN = '''
+import os
+import signal
+
+from ragflow_config.rag import MilvusLiteStore, PgVectorStore, QdrantStore
+
+
+def killing(base):
+    class KillingStore(base):
+        """Writes the first half of the first multi-record insert, then dies."""
+
+        async def insert(self, collection, records):
+            if len(records) > 1:
+                await super().insert(collection, records[: len(records) // 2])
+                os.kill(os.getpid(), signal.SIGKILL)
+            await super().insert(collection, records)
+
+    return KillingStore
+
+
+KillingQdrant = killing(QdrantStore)
+KillingMilvus = killing(MilvusLiteStore)
+KillingPgVector = killing(PgVectorStore)
+'''
+
+STORES = {
+    "qdrant": ("killing_qdrant", "path: {folder}/qdrant"),
+    "milvus_lite": ("killing_milvus", "uri: {folder}/milvus.db"),
+    "pgvector": ("killing_pgvector", ""),
+}
+
+PIPELINE = """\
+version: 1
+vector_stores:
+  store: {{type: {store_type}, parameters: {{{parameters}}}}}
+embeddings:
+  model: {{type: hashing, parameters: {{dimensions: 64}}}}
+knowledge_bases:
+  - name: docs
+    sources: [{{path: corpus}}]
+    chunker: {{type: approx_token, parameters: {{chunk_size: 64, overlap: 8}}}}
+    embedding: model
+    vector_store: store
+    collection: {collection}
+"""
+
+
+@pytest.fixture(scope="module")
+def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("plugin")
+    (root / "killing_stores.py").write_text(PLUGIN, encoding="utf-8")
+    info = root / "killing_stores-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: killing-stores\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[ragflow_config.vector_stores]\n"
+        + "".join(
+            f"{name} = killing_stores:{cls}\n"
+            for name, cls in [
+                ("killing_qdrant", "KillingQdrant"),
+                ("killing_milvus", "KillingMilvus"),
+                ("killing_pgvector", "KillingPgVector"),
+            ]
+        )
+    )
+    return root
+
+
+def long_text(seed: int) -> str:
+    """About 20 chunks at chunk_size 64; each seed gives other words at the same length."""
+    rng = random.Random(seed)
+    words = [rng.choice(WORDS).ljust(8, "x") for _ in range(600)]
+    return "# Handbook\n\n" + "\n\n".join(" ".join(words[i : i + 30]) for i in range(0, 600, 30))
+
+
+def write_pipelines(folder: Path, store: str) -> tuple[Path, Path]:
+    """The same store as a killing plugin and as its plain type, in one folder."""
+    killing_type, parameters = STORES[store]
+    collection = f"docs_{uuid.uuid4().hex[:8]}"
+    paths = []
+    for name, store_type in (("killing", killing_type), ("plain", store)):
+        path = folder / f"{name}.yaml"
+        path.write_text(
+            PIPELINE.format(
+                store_type=store_type,
+                parameters=parameters.format(folder=folder),
+                collection=collection,
+            ),
+            encoding="utf-8",
+        )
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def run_killed(pipeline: Path, plugin_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    process = subprocess.run(
+        [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline), "--workers", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.returncode == -signal.SIGKILL, (
+        f"the run was not killed inside a write: exit {process.returncode}\n{process.stderr}"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", sorted(STORES))
+def test_a_kill_inside_a_write_then_the_old_content_is_repaired(
+    tmp_path: Path,
+    plugin_path: Path,
+    store: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    if store == "pgvector":
+        monkeypatch.setenv("PGVECTOR_DSN", request.getfixturevalue("pgvector_dsn"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    handbook = corpus / "handbook.md"
+    handbook.write_text(long_text(1), encoding="utf-8")
+    (corpus / "small.md").write_text("# Small\n\nA small file that never changes.\n")
+    killing, plain = write_pipelines(tmp_path, store)
+    pipeline = Pipeline.load(plain)
+    asyncio.run(pipeline.run(options=RunOptions(workers=0)))
+    before = asyncio.run(stored_chunks(pipeline))
+    assert len(before["handbook.md"]) >= 16
+
+    handbook.write_text(long_text(2), encoding="utf-8")
+    run_killed(killing, plugin_path)
+    handbook.write_text(long_text(1), encoding="utf-8")
+
+    capsys.readouterr()
+    assert main(["verify", str(plain)]) == 1
+    assert "handbook.md" in capsys.readouterr().out
+
+    report = asyncio.run(pipeline.run(options=RunOptions(workers=0)))
+    actions = {change.path: change.action for change in report.knowledge_bases[0].changes}
+    assert actions == {"handbook.md": "repair", "small.md": "unchanged"}
+    assert asyncio.run(stored_chunks(pipeline)) == before
+    assert main(["verify", str(plain)]) == 0
