@@ -234,13 +234,14 @@ def _print_report(report: RunReport, as_json: bool) -> None:
         if kb.fingerprint_changes:
             print(f"{kb.name}: pipeline fingerprint changed: {', '.join(kb.fingerprint_changes)}")
         for change in kb.changes:
-            if change.action == "failed":
+            if change.action in ("failed", "unreadable"):
                 print(f"{kb.name}: FAILED {change.path}: {change.reason}", file=sys.stderr)
         print(
             f"{kb.name}: {verb} add {kb.count('add')}, update {kb.count('update') + kb.count('repair')}, "
             f"delete {kb.count('delete')}; unchanged {kb.count('unchanged')}, "
             f"kept {kb.count('keep')}, unsupported {kb.count('unsupported')}, "
-            f"failed {kb.count('failed')}; {kb.chunks} chunks written"
+            f"empty {kb.count('empty')}, failed {kb.count('failed') + kb.count('unreadable')}; "
+            f"{kb.chunks} chunks written"
         )
         if kb.aborted:
             print(
@@ -271,13 +272,16 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_PENDING if report.pending else EXIT_OK
 
 
-# How `verify` names what a dry run finds.
+# How `verify` names what a dry run finds. A file the pipeline skips
+# (unsupported, empty, unparsable: "failed" in a dry run) is no drift; a file
+# that cannot be read is, since whatever the store holds of it cannot be checked.
 _DRIFT = {
     "add": "missing",
     "update": "drift",
     "repair": "drift",
     "delete": "extra",
     "keep": "extra",
+    "unreadable": "unreadable",
 }
 
 
@@ -303,7 +307,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(json.dumps({"healthy": not drifted, "drift": rows}, indent=2))
     else:
         for kb, status, change in drifted:
-            print(f"{kb}: {status:<7} {change.path}  ({change.reason})")
+            print(f"{kb}: {status:<10} {change.path}  ({change.reason})")
         for kb_report in report.knowledge_bases:
             ok = kb_report.count("unchanged")
             bad = sum(1 for kb, _, _ in drifted if kb == kb_report.name)

@@ -28,14 +28,25 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
-from ..rag import DocumentSummary
+from ..rag import Chunk, DocumentSummary
 from ..rag._media_types import detect
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
 from ._sources import SourceFile, content_hash, discover, document_id
 from ._workers import FILES_PER_TASK, ParserProcesses, parse_and_chunk
 
-Action = Literal["add", "update", "repair", "unchanged", "delete", "keep", "unsupported", "failed"]
+Action = Literal[
+    "add",
+    "update",
+    "repair",
+    "unchanged",
+    "delete",
+    "keep",
+    "unsupported",
+    "empty",
+    "failed",
+    "unreadable",
+]
 STATE_KEY = "ragflow"
 _READ_INLINE_BYTES = 1 << 20
 
@@ -84,7 +95,9 @@ class KnowledgeBaseReport:
                 "unchanged",
                 "keep",
                 "unsupported",
+                "empty",
                 "failed",
+                "unreadable",
             )
         }
         return {
@@ -105,7 +118,10 @@ class RunReport:
 
     @property
     def failed(self) -> bool:
-        return any(kb.count("failed") or kb.aborted for kb in self.knowledge_bases)
+        return any(
+            kb.count("failed") or kb.count("unreadable") or kb.aborted
+            for kb in self.knowledge_bases
+        )
 
     @property
     def pending(self) -> bool:
@@ -254,7 +270,7 @@ async def _run_knowledge_base(
         report.changes.append(change)
         if options.progress:
             options.progress(kb.name, change)
-        if change.action == "failed" and plan.spec.on_error == "fail":
+        if change.action in ("failed", "unreadable") and plan.spec.on_error == "fail":
             raise _Abort(f"{change.path}: {change.reason}")
 
     async def process(doc_id: str, file: SourceFile, size: int) -> Change:
@@ -269,8 +285,22 @@ async def _run_knowledge_base(
         ahead.decided(writes)
         if writes:
             change = await _write(
-                plan, change, file, data, digest, prints, existing.get(doc_id), processes, ahead.files()
+                plan,
+                change,
+                file,
+                data,
+                digest,
+                prints,
+                existing.get(doc_id),
+                processes,
+                ahead.files(),
             )
+        elif change.action == "add":
+            # A dry run parses new files, as a run would, so that one the
+            # pipeline skips (empty, unsupported, unparsable) is not reported
+            # as pending or missing on every run.
+            outcome = await _prepare(plan, change, file, data, None, 0)
+            change = outcome if isinstance(outcome, Change) else change
         return change
 
     # A fixed set of tasks shares one iterator over the files, so a run holds
@@ -345,7 +375,9 @@ class _Ahead:
 
 def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:
     """A file that cannot be read fails alone; what the store holds of it stays."""
-    return Change("failed", file.relative, doc_id, f"cannot read the file: {exc.strerror or exc}")
+    return Change(
+        "unreadable", file.relative, doc_id, f"cannot read the file: {exc.strerror or exc}"
+    )
 
 
 def _sorted(report: KnowledgeBaseReport) -> KnowledgeBaseReport:
@@ -367,7 +399,9 @@ def _decide(
     if not state:
         return Change("repair", file.relative, doc_id, "stored without ragflow state")
     if not _complete(state):
-        return Change("repair", file.relative, doc_id, "chunk 0 is missing: a write was interrupted")
+        return Change(
+            "repair", file.relative, doc_id, "chunk 0 is missing: a write was interrupted"
+        )
     if state.get("content_hash") != digest:
         return Change("update", file.relative, doc_id, "content changed")
     changed = _changed_fields(state.get("fingerprint", {}), prints)
@@ -383,17 +417,24 @@ def _decide(
     return Change("unchanged", file.relative, doc_id)
 
 
-async def _write(
+@dataclass
+class _Prepared:
+    """A file parsed and chunked (and embedded, when its model ran in a parser process)."""
+
+    media_type: str | None
+    chunks: list[Chunk]
+    vectors: list[list[float]] | None
+
+
+async def _prepare(
     plan: IndexingPlan,
     change: Change,
     file: SourceFile,
     data: bytes,
-    digest: str,
-    prints: dict[str, str],
-    previous: DocumentSummary | None,
     processes: ParserProcesses | None,
     files_ahead: int,
-) -> Change:
+) -> _Prepared | Change:
+    """The file's embeddable chunks, or the change that ends its story: unsupported, failed, empty."""
     kb = plan.knowledge_base
     media_type = detect(file.relative, data)
     parser = next((p for p in plan.parsers if media_type in p.supported_media_types), None)
@@ -419,6 +460,28 @@ async def _write(
     except Exception as exc:  # a parser's own bug must not end the run; report it
         return Change("failed", file.relative, change.document_id, f"{type(exc).__name__}: {exc}")
     chunks = kb.embeddable_chunks(chunks)
+    if not chunks and change.action == "add":
+        # Nothing is stored for it, so every run finds it new: say why instead.
+        return Change("empty", file.relative, change.document_id, "nothing to index in the file")
+    return _Prepared(media_type, chunks, vectors)
+
+
+async def _write(
+    plan: IndexingPlan,
+    change: Change,
+    file: SourceFile,
+    data: bytes,
+    digest: str,
+    prints: dict[str, str],
+    previous: DocumentSummary | None,
+    processes: ParserProcesses | None,
+    files_ahead: int,
+) -> Change:
+    kb = plan.knowledge_base
+    prepared = await _prepare(plan, change, file, data, processes, files_ahead)
+    if isinstance(prepared, Change):
+        return prepared
+    media_type, chunks, vectors = prepared.media_type, prepared.chunks, prepared.vectors
     revision = _revision(digest, prints)
     if chunks:
         # The whole state rides on chunk 0, which is written last; every chunk
@@ -433,7 +496,9 @@ async def _write(
             "chunks": len(chunks),
             "fingerprint": prints,
         }
-        chunks[0] = chunks[0].model_copy(update={"metadata": {**chunks[0].metadata, STATE_KEY: state}})
+        chunks[0] = chunks[0].model_copy(
+            update={"metadata": {**chunks[0].metadata, STATE_KEY: state}}
+        )
     metadata = {**file.source.metadata, STATE_KEY: {"revision": revision}}
     old_state = _state(previous) if previous else {}
     old_revision = old_state.get("revision")

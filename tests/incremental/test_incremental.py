@@ -111,9 +111,11 @@ async def test_edit_add_remove_plan_then_run(
         ("add", "part1/new.md"),
         ("delete", "part2/doc002.md"),
     }
-    assert CountingTextParser.calls == []  # a plan parses nothing
+    # A plan parses only new files, to tell one a run would store from one it would skip.
+    assert CountingTextParser.calls == ["part1/new.md"]
     assert len(await stored_chunks(pipeline)) == 30  # ...and writes nothing
 
+    CountingTextParser.calls.clear()
     report = (await pipeline.run(options=IN_PROCESS)).knowledge_bases[0]
     applied = {(c.action, c.path) for c in report.changes if c.action != "unchanged"}
     assert applied == changes
@@ -260,7 +262,9 @@ async def test_a_run_holds_a_few_tasks_at_a_time_however_many_files(
 ) -> None:
     pipeline = counting_pipeline(tmp_path, corpus, registry)
     tasks_seen: list[int] = []
-    options = RunOptions(workers=0, progress=lambda kb, change: tasks_seen.append(len(asyncio.all_tasks())))
+    options = RunOptions(
+        workers=0, progress=lambda kb, change: tasks_seen.append(len(asyncio.all_tasks()))
+    )
     await pipeline.run(options=options)
     # 30 files; 4 in flight in one process, plus the caller's task and the model's batches.
     assert len(tasks_seen) == 30 and max(tasks_seen) <= 1 + 4 + 4

@@ -201,7 +201,9 @@ def test_the_files_ahead_follow_the_recent_share_of_changed_files() -> None:
 def many_files(folder: Path, count: int) -> Path:
     """``count`` files of ~20 KB each, distinct words, a pipeline of 512-token chunks over them."""
     path = make_project(folder, broken=False)
-    path.write_text(path.read_text().replace("chunk_size: 32, overlap: 4", "chunk_size: 512, overlap: 0"))
+    path.write_text(
+        path.read_text().replace("chunk_size: 32, overlap: 4", "chunk_size: 512, overlap: 0")
+    )
     words = [f"w{n}" for n in range(5000)]
     many = folder / "docs" / "many"
     many.mkdir()
@@ -276,8 +278,9 @@ async def test_a_file_gone_since_it_was_listed_fails_alone_and_keeps_its_stored_
     report = await pipeline.run(options=RunOptions(workers=0, progress=delete_the_rest))
 
     [kb] = report.knowledge_bases
-    failed = {c.path: c.reason for c in kb.changes if c.action == "failed"}
+    failed = {c.path: c.reason for c in kb.changes if c.action == "unreadable"}
     assert failed, "the deletions came too late to test anything"
+    assert report.failed
     assert set(failed.values()) == {"cannot read the file: No such file or directory"}
     assert kb.aborted is None and len(kb.changes) == len(before) + 1  # + logo.bin
     after = await documents(pipeline)
@@ -331,7 +334,9 @@ def test_the_cli_runs_searches_and_reports_json(
         "unchanged": 0,
         "keep": 0,
         "unsupported": 1,
+        "empty": 0,
         "failed": 1,
+        "unreadable": 0,
     }
     assert kb["chunks_written"] >= 3
     assert kb["aborted"] is None
@@ -347,8 +352,9 @@ def test_the_cli_runs_searches_and_reports_json(
     assert main(["run", "--workers", "0", path]) == 1  # still failing, nothing else to do
     captured = capsys.readouterr()
     assert f"docs: FAILED {BROKEN}: not valid utf-8 at byte 3" in captured.err
-    assert "docs: did add 0, update 0, delete 0; unchanged 3, kept 0, unsupported 1, failed 1;" in (
-        captured.out
+    assert (
+        "docs: did add 0, update 0, delete 0; unchanged 3, kept 0, unsupported 1, empty 0, failed 1;"
+        in (captured.out)
     )
 
 
@@ -368,7 +374,9 @@ async def test_a_run_keeps_older_objects_from_the_collector_only_while_it_runs(
 ) -> None:
     pipeline = Pipeline.load(make_project(tmp_path, broken=False))
     frozen_during: list[int] = []
-    options = RunOptions(workers=0, progress=lambda kb, change: frozen_during.append(gc.get_freeze_count()))
+    options = RunOptions(
+        workers=0, progress=lambda kb, change: frozen_during.append(gc.get_freeze_count())
+    )
     assert gc.get_freeze_count() == 0
     await pipeline.run(options=options)
     assert frozen_during and min(frozen_during) > 0
@@ -394,9 +402,16 @@ def test_an_error_that_cannot_travel_back_from_a_process_is_reported_by_name() -
             raise Unpicklable()
 
     chunker = ApproxTokenChunker()
-    outcomes = _prepare_many([(BuggyParser(), chunker, None, b"x", "a.txt"), (TextParser(), chunker, None, b"fine", "b.txt")])
+    outcomes = _prepare_many(
+        [
+            (BuggyParser(), chunker, None, b"x", "a.txt"),
+            (TextParser(), chunker, None, b"fine", "b.txt"),
+        ]
+    )
     (failed, error), (ok, prepared) = outcomes
-    assert not failed and isinstance(error, RuntimeError) and str(error) == "Unpicklable: a parser bug"
+    assert (
+        not failed and isinstance(error, RuntimeError) and str(error) == "Unpicklable: a parser bug"
+    )
     pickle.dumps(outcomes)  # the whole task's result can travel
     assert ok and [c.content.text for c in prepared[0]] == ["fine"]
 
@@ -429,7 +444,10 @@ async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes
             names = [f"file-{i}.txt" for i in range(24)]
             names[9] = "crash.txt"
             outcomes = await asyncio.gather(
-                *(processes.prepare(parser, chunker, model, f"text of {n}".encode(), n) for n in names),
+                *(
+                    processes.prepare(parser, chunker, model, f"text of {n}".encode(), n)
+                    for n in names
+                ),
                 return_exceptions=True,
             )
             after = await processes.prepare(parser, chunker, model, b"after the crash", "later.txt")
