@@ -317,6 +317,9 @@ async def _run_knowledge_base(
             except OSError as exc:  # gone since it was listed, or not ours to read
                 finish(_unreadable(file, doc_id, exc))
                 continue
+            if size > plan.spec.max_file_bytes:
+                finish(_too_large(file, doc_id, size, plan.spec.max_file_bytes))
+                continue
             async with budget.hold(size):
                 finish(await process(doc_id, file, size))
 
@@ -378,6 +381,12 @@ def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:
     return Change(
         "unreadable", file.relative, doc_id, f"cannot read the file: {exc.strerror or exc}"
     )
+
+
+def _too_large(file: SourceFile, doc_id: str, size: int, limit: int) -> Change:
+    """Skipped before it is read; what the store holds of it stays, as for any unsupported file."""
+    reason = f"{size:,} bytes, more than max_file_bytes ({limit:,}); raise it to index the file"
+    return Change("unsupported", file.relative, doc_id, reason)
 
 
 def _sorted(report: KnowledgeBaseReport) -> KnowledgeBaseReport:

@@ -133,6 +133,13 @@ class KnowledgeBaseSpec(_Strict):
         default=False,
         description="Delete documents whose source file is gone (within metadata_filter's scope).",
     )
+    max_file_bytes: int = Field(
+        default=64 << 20,
+        ge=1,
+        description="Files larger than this many bytes are skipped, reported as unsupported with "
+        "their size: one huge file (a log, a dump) must not hold up or exhaust a CI run. "
+        "Default 64 MiB.",
+    )
     max_delete_fraction: float = Field(
         default=0.2,
         ge=0,
