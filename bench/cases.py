@@ -66,6 +66,7 @@ knowledge_bases:
     sources:
       - path: {corpus}
         include: [{include}]
+        allow_outside: true  # the corpus lives wherever the benchmark was pointed
     parsers: [{{type: text}}, {{type: docx}}, {{type: excel}}, {{type: pptx}}]
     chunker:
       type: approx_token

@@ -73,6 +73,14 @@ class SourceSpec(_Strict):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Metadata stamped on every document from this source."
     )
+    allow_outside: bool = Field(
+        default=False,
+        description="Let this source reach outside the pipeline file's repository (or its "
+        "folder, outside a repository): an absolute `path`, a `..` beyond it, symlinks leading "
+        "out. Risk: the pipeline file can then put any file the indexing process can read "
+        "(keys, /etc, other users' data) into searchable chunks; enable it only in a file you "
+        "trust as much as the machine that runs it. Special files are never read.",
+    )
 
 
 class EvaluationThresholds(_Strict):

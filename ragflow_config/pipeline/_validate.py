@@ -20,6 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 from .._errors import ConfigError, ConfigIssue, format_path
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
+from ._sources import source_escape
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
 
@@ -79,6 +80,7 @@ def check_file(
     )
     issues += _parameter_issues(data, locations, registry, checked=issues)
     issues += _reference_issues(data, locations)
+    issues += _source_issues(data, locations, path.resolve().parent)
     if not issues:
         try:
             spec = PipelineSpec.model_validate(
@@ -341,6 +343,26 @@ def _reference_issues(data: dict[str, Any], locations: Locations) -> list[Config
                     _undefined(rerank, "chat_models", defined["chat_models"]),
                 )
             )
+    return issues
+
+
+def _source_issues(data: dict[str, Any], locations: Locations, folder: Path) -> list[ConfigIssue]:
+    """Source paths leading out of the pipeline file's repository, unless opted in.
+
+    Pipeline files arrive in pull requests: a source must not turn one into a
+    way to read any file of the machine that indexes it.
+    """
+    issues = []
+    for i, kb in enumerate(_sequence(data.get("knowledge_bases"))):
+        for j, source in enumerate(_sequence(_mapping(kb).get("sources"))):
+            source = _mapping(source)
+            path = source.get("path")
+            if not isinstance(path, str) or source.get("allow_outside") is True:
+                continue
+            problem = source_escape(path, folder)
+            if problem:
+                where: JsonPath = ("knowledge_bases", i, "sources", j, "path")
+                issues.append(locations.issue(where, problem))
     return issues
 
 

@@ -33,7 +33,7 @@ embeddings:
   model: {{type: hashing, parameters: {{dimensions: 128}}}}
 knowledge_bases:
   - name: howto
-    sources: [{{path: {corpus}, include: ["*.rst"]}}]
+    sources: [{{path: {corpus}, include: ["*.rst"], allow_outside: true}}]
     chunker: {{type: approx_token, parameters: {{chunk_size: 128, overlap: 16}}}}
     embedding: model
     vector_store: store

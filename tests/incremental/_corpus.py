@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import textwrap
 from pathlib import Path
@@ -91,7 +92,7 @@ def write_pipeline(
             parameters: {{dimensions: 64}}
         knowledge_bases:
           - name: docs
-            sources: [{{path: {corpus}}}]
+            sources: [{{path: {os.path.relpath(corpus, path.parent)}}}]
             parsers: [{{type: {parser_type}}}]
             chunker: {{type: approx_token, parameters: {{chunk_size: {chunk_size}, overlap: 8}}}}
             embedding: model
