@@ -1,14 +1,20 @@
-"""Media type detection: by file extension first, then by the file's first bytes."""
+"""Media type detection: by file extension first, then by the file's first bytes.
+
+A pure function of the file's name and content. The standard library's
+``mimetypes`` table is not consulted: it changes when any library calls
+``mimetypes.init()`` (openpyxl does, on import) and from one machine's
+``/etc/mime.types`` to another's, so a file would be indexed or not
+depending on what ran before it.
+"""
 
 from __future__ import annotations
 
 import codecs
-import mimetypes
 import zipfile
 from io import BytesIO
 from pathlib import PurePath
 
-# Extensions the standard library maps inconsistently across platforms.
+# The types the built-in parsers route on; any other file is judged by its content.
 _BY_EXTENSION = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
@@ -53,7 +59,7 @@ def by_extension(filename: str) -> str | None:
     suffix = PurePath(filename).suffix.lower()
     if not suffix:
         return None
-    return _BY_EXTENSION.get(suffix) or mimetypes.types_map.get(suffix)
+    return _BY_EXTENSION.get(suffix)
 
 
 def sniff_image(head: bytes) -> str | None:

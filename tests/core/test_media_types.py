@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import mimetypes
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +90,24 @@ def test_detect_trusts_the_extension_first_then_the_content() -> None:
     assert detect("upload.bin.zzqx", zip_with("word/document.xml")) == DOCX
     assert detect("notes", b"just some words") == "text/plain"
     assert detect("blob", b"\x00\x00\x00") is None
+
+
+@pytest.mark.parametrize("filename", ["notes.rtf", "main.c", "main.h", "schema.sql", "app.ts"])
+def test_the_media_type_is_the_same_whatever_the_mimetypes_table_holds(
+    filename: str, tmp_path: Path
+) -> None:
+    """openpyxl's import initialises `mimetypes`; a file must not turn unsupported after it."""
+    content = b"{\\rtf1 plain words}\n"
+    before = detect(filename, content)
+    system_table = tmp_path / "mime.types"
+    system_table.write_text(
+        "application/rtf rtf\ntext/x-csrc c\ntext/x-chdr h\napplication/sql sql\nvideo/mp2t ts\n"
+    )
+    mimetypes.init([str(system_table)])
+    try:
+        assert detect(filename, content) == before == "text/plain"
+    finally:
+        mimetypes.init()
 
 
 def test_normalize() -> None:
