@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ragflow_config import VectorStoreError
+from ragflow_config._errors import UnstorableDocumentError
 from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
 from ragflow_config.rag._document import scope_key
@@ -428,3 +429,91 @@ async def test_a_vector_of_the_wrong_length_is_refused(
     with pytest.raises(VectorStoreError) as refused:
         await store.insert(collection, [make_record("doc", 0, [1.0, 0.0])])
     assert store.store_name in str(refused.value)
+
+
+# Text a store must keep exactly as given, and find again by filter. U+E000 is
+# the character pgvector spells NUL with: it must survive on its own too.
+HOSTILE_TEXT = [
+    "nul\0byte",
+    "\0",
+    "crlf\r\nand\rcr",
+    "two\nlines",
+    'quote"d \\back\\slash\\',
+    "ünï😀 \u2028 \ufeff",
+    "\ue000 and \ue0000 and \ue000\0",
+]
+
+
+def hostile_record(i: int, text: str) -> VectorRecord:
+    record = make_record(
+        f"doc {text}",
+        0,
+        unit(i % DIMENSIONS),
+        {"label": text, f"key {text}": i, "nested": {"label": text}},
+    )
+    chunk = record.chunk.model_copy(update={"content": TextBlock(text=f"content {text}")})
+    return record.model_copy(update={"chunk": chunk})
+
+
+async def test_hostile_text_is_stored_faithfully_and_found_by_filter(
+    store: VectorStoreBase, collection: str
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    records = [hostile_record(i, text) for i, text in enumerate(HOSTILE_TEXT)]
+    await store.insert(collection, records)
+
+    summaries = {s.document_id: s for s in await store.list_documents(collection)}
+    assert set(summaries) == {r.document_id for r in records}
+    for record, text in zip(records, HOSTILE_TEXT, strict=True):
+        [chunk] = await store.list_chunks(collection, record.document_id)
+        assert chunk == record.chunk, repr(text)
+        assert summaries[record.document_id].source == record.chunk.source
+        assert summaries[record.document_id].metadata == record.chunk.metadata
+        for scope in ({"label": text}, {"nested": {"label": text}}):
+            found = await store.search(collection, unit(0), top_k=50, metadata_filter=scope)
+            assert [(r.document_id, r.chunk) for r in found] == [
+                (record.document_id, record.chunk)
+            ], repr(text)
+            assert set(await counts(store, collection, scope)) == {record.document_id}, repr(text)
+
+    await store.delete(
+        collection, records[3].document_id, metadata_filter={"label": "two\r\nlines"}
+    )
+    await store.delete(collection, records[2].document_id, metadata_filter={"label": "two\nlines"})
+    assert len(await counts(store, collection)) == len(records)  # neither was in scope
+    await store.delete(collection, records[3].document_id, metadata_filter={"label": "two\nlines"})
+    assert records[3].document_id not in await counts(store, collection)
+    assert len(await counts(store, collection)) == len(records) - 1
+
+
+async def test_a_line_break_filter_keeps_top_k_among_near_misses(
+    store: VectorStoreBase, collection: str
+) -> None:
+    # Near misses of "a\nb" ("a b", "a%b", ...) lie nearer the query than every true match.
+    await store.create_collection(collection, DIMENSIONS)
+    misses = [
+        make_record(f"miss-{i}", 0, unit(0), {"label": f"a{c}b"})
+        for i, c in enumerate(" \r%_\\x" * 5)
+    ]
+    hits = [make_record(f"hit-{i}", 0, unit(1), {"label": "a\nb"}) for i in range(3)]
+    await store.insert(collection, misses + hits)
+
+    found = await store.search(collection, unit(0), top_k=2, metadata_filter={"label": "a\nb"})
+
+    assert len(found) == 2 and {r.document_id for r in found} <= {h.document_id for h in hits}
+
+
+async def test_a_lone_surrogate_refuses_the_document_before_any_write(
+    store: VectorStoreBase, collection: str
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    good = make_record("doc", 1, unit(1), total=2)
+    for bad in (
+        make_record("doc", 0, unit(0), {"label": "bad\udce9"}, total=2),
+        make_record("doc", 0, unit(0), {"bad\ud800": 1}, total=2),
+        make_record("doc\udce9", 0, unit(0), total=2),
+    ):
+        with pytest.raises(UnstorableDocumentError, match="lone surrogate") as refused:
+            await store.insert(collection, [good, bad])
+        assert refused.value.store == store.store_name
+        assert await counts(store, collection) == {}

@@ -1,4 +1,4 @@
-"""MilvusLiteStore specifics: the shared embedded server, file names, and unsayable filters."""
+"""MilvusLiteStore specifics: the shared embedded server and file names."""
 
 from __future__ import annotations
 
@@ -50,13 +50,3 @@ async def test_a_collection_name_milvus_refuses_is_reported(store_dir: Path) -> 
     async with MilvusLiteStore(uri=str(store_dir / "kb.db")) as store:
         with pytest.raises(VectorStoreError, match="invalid collection name 'my-kb'"):
             await store.create_collection("my-kb", 2)
-
-
-async def test_a_filter_value_with_a_line_break_is_refused_not_mismatched(
-    store_dir: Path,
-) -> None:
-    # Milvus Lite 2.5.1 cannot spell a line break inside a string literal.
-    async with MilvusLiteStore(uri=str(store_dir / "kb.db")) as store:
-        await store.create_collection("kb", 2)
-        with pytest.raises(ValueError, match=r"MilvusLiteStore\(.*kb.db\): .*line break"):
-            await store.search("kb", [1.0, 0.0], metadata_filter={"text": "two\nlines"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import math
 import random
@@ -14,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field
 
 from ..._component import Component, ComponentParameters
-from ..._errors import VectorStoreError
+from ..._errors import UnstorableDocumentError, VectorStoreError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 
 logger = logging.getLogger("ragflow_config.stores")
@@ -53,6 +54,18 @@ class VectorStoreBase(Component):
     ``metadata_filter`` is an AND of ``chunk.metadata[key] == value``; a dict
     value nests (``{"org": {"team": "a"}}`` matches ``metadata["org"]["team"]``).
     Every store translates it into a native filter.
+
+    Content is stored faithfully or not at all. Every store keeps any string
+    a ``str`` can hold and UTF-8 can encode, NUL, line breaks, quotes and
+    backslashes included, and finds it again with ``metadata_filter``; where
+    the engine cannot hold a character (PostgreSQL text and U+0000), the
+    store spells it reversibly. A string with a lone surrogate (U+D800 to
+    U+DFFF, left by decoding bytes with ``errors="surrogateescape"``) is
+    not Unicode text that any engine can encode, so every store refuses the
+    document with :class:`UnstorableDocumentError` before writing any of it,
+    as it does a record past one of the engine's size limits. An engine's
+    own failures (a full disk, a read-only path, a lost connection) surface
+    as :class:`VectorStoreError` saying what to do.
     """
 
     async def __aenter__(self: T) -> T:
@@ -124,6 +137,72 @@ class VectorStoreBase(Component):
     def store_name(self) -> str:
         """How errors name this store."""
         return type(self).__name__
+
+
+def refuse_unencodable(store: str, records: Iterable[VectorRecord]) -> None:
+    """Refuse, before any write, a record holding a string UTF-8 cannot encode.
+
+    Only a lone surrogate makes a ``str`` unencodable; no engine can store one.
+    """
+    for record in records:
+        chunk = record.chunk
+        for where, value in (
+            ("document_id", record.document_id),
+            ("source", chunk.source),
+            ("content", chunk.content.model_dump()),
+            ("metadata", chunk.metadata),
+        ):
+            bad = _unencodable(value)
+            if bad is not None:
+                raise UnstorableDocumentError(
+                    store,
+                    f"{chunk.source} chunk {chunk.chunk_index}: its {where} holds the lone "
+                    f"surrogate {bad!r}, which is not Unicode text and no store can encode; "
+                    "decode the file without errors='surrogateescape'",
+                )
+
+
+def _unencodable(value: Any) -> str | None:
+    """The first lone surrogate in a string, or in the keys and values of a structure."""
+    if isinstance(value, str):
+        if value.isascii():
+            return None
+        try:
+            value.encode()
+        except UnicodeEncodeError as exc:
+            return value[exc.start]
+        return None
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            bad = _unencodable(key)
+            if bad is None:
+                bad = _unencodable(inner)
+            if bad is not None:
+                return bad
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            bad = _unencodable(inner)
+            if bad is not None:
+                return bad
+    return None
+
+
+# What to do about a file-system failure of a local store, by errno.
+_DISK_ADVICE = {
+    errno.ENOSPC: "the disk is full: free space there and run again",
+    errno.EDQUOT: "the disk quota is exhausted: free space there and run again",
+    errno.EROFS: "the file system is read-only: choose a writable path",
+    errno.EACCES: "permission denied: check the permissions on it",
+    errno.EPERM: "permission denied: check the permissions on it",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: move it or choose another path",
+    errno.EEXIST: "a part of the path is a file, not a folder: move it or choose another path",
+}
+
+
+def disk_failure(store: str, path: str, exc: OSError) -> VectorStoreError:
+    """A local store's file-system failure at ``path`` as an error saying what to do."""
+    advice = _DISK_ADVICE.get(exc.errno or 0, exc.strerror or str(exc))
+    return VectorStoreError(store, f"cannot write {path}: {advice} ({type(exc).__name__})")
 
 
 def flatten_filter(metadata_filter: dict[str, Any] | None) -> list[FilterPair]:
@@ -217,8 +296,9 @@ async def with_retries(
             return await operation()
         except retry_on as exc:
             if attempt == attempts:
+                message = " ".join(str(exc).split())  # one line: the CLI prints it as one
                 raise VectorStoreError(
-                    store, f"{type(exc).__name__}: {exc} (gave up after {attempts} attempts)"
+                    store, f"{type(exc).__name__}: {message} (gave up after {attempts} attempts)"
                 ) from exc
             delay = min(max_delay, base_delay * 2 ** (attempt - 1)) * (0.5 + random.random())
             logger.warning(

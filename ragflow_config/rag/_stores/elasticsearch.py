@@ -18,7 +18,14 @@ from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import ElasticsearchCredential, MissingSecretError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import Scalar, StoreParameters, VectorStoreBase, flatten_filter, with_retries
+from .base import (
+    Scalar,
+    StoreParameters,
+    VectorStoreBase,
+    flatten_filter,
+    refuse_unencodable,
+    with_retries,
+)
 
 T = TypeVar("T")
 
@@ -253,6 +260,7 @@ class ElasticsearchStore(VectorStoreBase):
         )
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        refuse_unencodable(self.store_name, records)
         index = self._index(collection)
         size = self.parameters.batch_size
         for start in range(0, len(records), size):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import Field, field_validator
 
 from ..._component import RELATIVE_PATH
-from ..._errors import VectorStoreError
+from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import MilvusCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
@@ -26,6 +26,8 @@ from .base import (
     StoreParameters,
     VectorStoreBase,
     flatten_filter,
+    matches_filter,
+    refuse_unencodable,
     summarize,
     with_retries,
 )
@@ -40,6 +42,7 @@ _COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 # A query returns at most 16384 rows; larger reads page through the primary key.
 _QUERY_PAGE = 4096
 _MAX_VARCHAR = 65535
+_MAX_SEARCH_LIMIT = 16384  # Milvus's largest top k
 
 # Milvus Lite runs one server process per file, shared by every client in this
 # process; the last store to leave releases it.
@@ -255,10 +258,13 @@ class MilvusLiteStore(VectorStoreBase):
         raise VectorStoreError(self.store_name, f"collection {name!r} has no vector field")
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        refuse_unencodable(self.store_name, records)
         for record in records:
             if len(record.document_id.encode()) > _MAX_VARCHAR:
-                raise VectorStoreError(
-                    self.store_name, f"document_id is longer than {_MAX_VARCHAR} bytes"
+                raise UnstorableDocumentError(
+                    self.store_name,
+                    f"{record.chunk.source}: its document_id is longer than Milvus's "
+                    f"VARCHAR limit of {_MAX_VARCHAR} bytes",
                 )
         size = self.parameters.batch_size
         for start in range(0, len(records), size):
@@ -274,11 +280,16 @@ class MilvusLiteStore(VectorStoreBase):
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
     ) -> None:
         expression = self._expression(metadata_filter, document_id)
-        await self._call(
-            lambda client: client.delete(
-                collection, filter=expression, timeout=self.parameters.timeout
+        timeout = self.parameters.timeout
+        if not _approximate(metadata_filter):
+            await self._call(
+                lambda client: client.delete(collection, filter=expression, timeout=timeout)
             )
-        )
+            return
+        rows = await self._query_all(collection, expression, ["chunk"])
+        ids = [row["id"] for row in _exact(rows, metadata_filter)]
+        if ids:
+            await self._call(lambda client: client.delete(collection, ids=ids, timeout=timeout))
 
     async def search(
         self,
@@ -291,25 +302,37 @@ class MilvusLiteStore(VectorStoreBase):
             return []
         distance = self.parameters.distance
         expression = self._expression(metadata_filter)
-        hits = await self._call(
-            lambda client: client.search(
+        approximate = _approximate(metadata_filter)
+
+        def best(limit: int) -> Callable[[Any], Awaitable[Any]]:
+            return lambda client: client.search(
                 collection,
                 data=[query_vector],
                 filter=expression,
-                limit=top_k,
+                limit=limit,
                 output_fields=["document_id", "chunk"],
                 anns_field="vector",
                 search_params={"metric_type": _METRICS[distance]},
                 timeout=self.parameters.timeout,
             )
-        )
+
+        limit = top_k
+        while True:
+            [hits] = await self._call(best(limit))
+            found = len(hits)
+            if approximate:
+                hits = [hit for hit in hits if _within(hit["entity"], metadata_filter)][:top_k]
+            # The filter let in near misses: ask for more until top_k remain.
+            if len(hits) >= top_k or found < limit or limit >= _MAX_SEARCH_LIMIT:
+                break
+            limit = min(_MAX_SEARCH_LIMIT, limit * 4)
         results = [
             VectorSearchResult(
                 score=_score(distance, float(hit["distance"])),
                 document_id=hit["entity"]["document_id"],
                 chunk=Chunk.model_validate(hit["entity"]["chunk"]),
             )
-            for hit in hits[0]
+            for hit in hits
         ]
         results.sort(key=lambda result: result.score, reverse=True)
         return results
@@ -351,6 +374,7 @@ class MilvusLiteStore(VectorStoreBase):
         rows = await self._query_all(
             collection, self._expression(metadata_filter), ["document_id", "chunk"]
         )
+        rows = _exact(rows, metadata_filter)
         return summarize((row["document_id"], row["chunk"]) for row in rows)
 
     async def list_chunks(
@@ -366,16 +390,14 @@ class MilvusLiteStore(VectorStoreBase):
             return []
         window = f"chunk_index >= {int(offset)} and chunk_index < {int(offset) + int(limit)}"
         expression = f"{self._expression(metadata_filter, document_id)} and {window}"
-        rows = await self._query_all(collection, expression, ["chunk"])
+        rows = _exact(await self._query_all(collection, expression, ["chunk"]), metadata_filter)
         chunks = [Chunk.model_validate(row["chunk"]) for row in rows]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)
 
     def _expression(
         self, metadata_filter: dict[str, Any] | None, document_id: str | None = None
     ) -> str:
-        clauses = [
-            _metadata_clause(self.store_name, pair) for pair in flatten_filter(metadata_filter)
-        ]
+        clauses = [_metadata_clause(pair) for pair in flatten_filter(metadata_filter)]
         if document_id is not None:
             clauses.insert(0, f'document_key == "{_document_key(document_id)}"')
         return " and ".join(clauses)
@@ -398,23 +420,51 @@ def _document_key(document_id: str) -> str:
     return hashlib.sha256(document_id.encode()).hexdigest()
 
 
-def _metadata_clause(store: str, pair: FilterPair) -> str:
+def _metadata_clause(pair: FilterPair) -> str:
     path, value = pair
     # Milvus decodes JSON escapes in a key, so json.dumps quotes keys exactly.
     key = "".join(f"[{json.dumps(part, ensure_ascii=False)}]" for part in path)
-    return f"metadata{key} == {_literal(store, value)}"
+    if isinstance(value, str) and _has_line_break(value):
+        # A string literal cannot spell a line break (measured on Milvus Lite
+        # 2.5.1: a raw one is a syntax error, and no escape decodes to one), so
+        # each becomes a LIKE wildcard, as do LIKE's own special characters;
+        # the rows this lets in are then matched exactly (``_exact``).
+        pattern = "".join("_" if c in "\r\n%_\\" else c for c in value)
+        return f"metadata{key} like {_literal(pattern)}"
+    return f"metadata{key} == {_literal(value)}"
 
 
-def _literal(store: str, value: str | int | float | bool) -> str:
+def _literal(value: str | int | float | bool) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return json.dumps(value)
     # A value literal decodes only \\ and \" (measured on Milvus Lite 2.5.1:
-    # "\t" stays two characters), and a raw line break is a syntax error.
-    if "\n" in value or "\r" in value:
-        raise ValueError(f"{store}: a metadata_filter value cannot contain a line break")
+    # "\t" stays two characters).
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _has_line_break(value: str) -> bool:
+    return "\n" in value or "\r" in value
+
+
+def _approximate(metadata_filter: dict[str, Any] | None) -> bool:
+    """Whether the native expression of ``metadata_filter`` lets in near misses."""
+    return any(
+        isinstance(value, str) and _has_line_break(value)
+        for _, value in flatten_filter(metadata_filter)
+    )
+
+
+def _exact(entities: list[Any], metadata_filter: dict[str, Any] | None) -> list[Any]:
+    """The entities (with their ``chunk``) within ``metadata_filter`` exactly."""
+    if not _approximate(metadata_filter):
+        return entities
+    return [entity for entity in entities if _within(entity, metadata_filter)]
+
+
+def _within(entity: Any, metadata_filter: dict[str, Any] | None) -> bool:
+    return matches_filter(entity["chunk"]["metadata"], metadata_filter)
 
 
 def _score(distance: str, reported: float) -> float:

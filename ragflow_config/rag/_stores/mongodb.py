@@ -15,7 +15,7 @@ from ..._errors import VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import StoreParameters, VectorStoreBase, flatten_filter, with_retries
+from .base import StoreParameters, VectorStoreBase, flatten_filter, refuse_unencodable, with_retries
 
 T = TypeVar("T")
 
@@ -307,6 +307,7 @@ class MongoDBStore(VectorStoreBase):
             index = found if found is not None else {"status": "not listed yet"}
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        refuse_unencodable(self.store_name, records)
         errors = require("pymongo.errors", "mongodb")
         operations = require("pymongo.operations", "mongodb")
         target = self._collection(collection)

@@ -9,11 +9,18 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from ..._errors import VectorStoreError
+from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import PostgresCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
-from .base import StoreParameters, VectorStoreBase, flatten_filter, with_retries
+from ._pg_text import from_postgres, to_postgres
+from .base import (
+    StoreParameters,
+    VectorStoreBase,
+    flatten_filter,
+    refuse_unencodable,
+    with_retries,
+)
 
 T = TypeVar("T")
 
@@ -159,10 +166,10 @@ class PgVectorStore(VectorStoreBase):
             async with self._lock:
                 try:
                     return await work(await self._connect())
-                except psycopg.OperationalError:
-                    raise
                 except psycopg.Error as exc:
-                    raise VectorStoreError(self.store_name, f"{type(exc).__name__}: {exc}") from exc
+                    if isinstance(exc, psycopg.OperationalError) and _retryable(exc):
+                        raise
+                    raise VectorStoreError(self.store_name, _explain(exc)) from exc
 
         return await with_retries(
             self.store_name,
@@ -278,6 +285,7 @@ class PgVectorStore(VectorStoreBase):
         return await self._run(lambda connection: self._dimensions(connection, name))
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        psycopg = require("psycopg", "pgvector")
         from pgvector import Vector
         from psycopg import sql
         from psycopg.types.json import Jsonb
@@ -289,12 +297,13 @@ class PgVectorStore(VectorStoreBase):
             " embedding = EXCLUDED.embedding, chunk = EXCLUDED.chunk,"
             " metadata = EXCLUDED.metadata"
         ).format(self._table(collection))
+        refuse_unencodable(self.store_name, records)
         rows = []
         for record in records:
-            chunk = record.chunk.model_dump(mode="json")
+            chunk = to_postgres(record.chunk.model_dump(mode="json"))
             rows.append(
                 (
-                    record.document_id,
+                    to_postgres(record.document_id),
                     record.chunk.chunk_index,
                     record.scope,
                     Vector(record.vector),
@@ -306,10 +315,18 @@ class PgVectorStore(VectorStoreBase):
 
         async def write(connection: Any) -> None:
             await self._key_by_scope(connection, collection)
-            # One transaction: a failed insert leaves no half-written document.
-            async with connection.transaction(), connection.cursor() as cursor:
-                for start in range(0, len(rows), size):
-                    await cursor.executemany(statement, rows[start : start + size])
+            try:
+                # One transaction: a failed insert leaves no half-written document.
+                async with connection.transaction(), connection.cursor() as cursor:
+                    for start in range(0, len(rows), size):
+                        await cursor.executemany(statement, rows[start : start + size])
+            except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
+                # A value past one of PostgreSQL's limits (an index row of 2704
+                # bytes, a jsonb of 255 MB): this document, not the store.
+                source = records[0].chunk.source
+                raise UnstorableDocumentError(
+                    self.store_name, f"{source}: {_explain(exc)}; it cannot be stored as it is"
+                ) from exc
 
         await self._run(write)
 
@@ -367,7 +384,9 @@ class PgVectorStore(VectorStoreBase):
         rows = await self._run(run)
         results = [
             VectorSearchResult(
-                score=float(row_score), document_id=document_id, chunk=Chunk.model_validate(chunk)
+                score=float(row_score),
+                document_id=from_postgres(document_id),
+                chunk=Chunk.model_validate(from_postgres(chunk)),
             )
             for document_id, chunk, row_score in rows
         ]
@@ -396,10 +415,10 @@ class PgVectorStore(VectorStoreBase):
 
         return [
             DocumentSummary(
-                document_id=document_id,
-                source=source or "",
+                document_id=from_postgres(document_id),
+                source=from_postgres(source or ""),
                 chunk_count=count,
-                metadata=metadata or {},
+                metadata=from_postgres(metadata or {}),
             )
             for document_id, source, metadata, count in await self._run(run)
         ]
@@ -428,7 +447,7 @@ class PgVectorStore(VectorStoreBase):
             cursor = await connection.execute(statement, params)
             return await cursor.fetchall()
 
-        return [Chunk.model_validate(chunk) for (chunk,) in await self._run(run)]
+        return [Chunk.model_validate(from_postgres(chunk)) for (chunk,) in await self._run(run)]
 
 
 def _where(
@@ -442,7 +461,7 @@ def _where(
     params: dict[str, Any] = {}
     if document_id is not None:
         conditions.append(sql.SQL("document_id = %(document_id)s"))
-        params["document_id"] = document_id
+        params["document_id"] = to_postgres(document_id)
     pairs = flatten_filter(metadata_filter)
     if pairs:
         contained: dict[str, Any] = {}
@@ -452,10 +471,37 @@ def _where(
                 node = node.setdefault(key, {})
             node[path[-1]] = value
         conditions.append(sql.SQL("metadata @> %(metadata)s"))
-        params["metadata"] = Jsonb(contained)
+        params["metadata"] = Jsonb(to_postgres(contained))
     if not conditions:
         return sql.SQL("TRUE"), params
     return sql.SQL(" AND ").join(conditions), params
+
+
+# SQLSTATEs worth another attempt on a fresh connection: the server shutting
+# down or starting (57P01-57P03), too many connections, a statement timeout.
+_RETRYABLE_STATES = frozenset({"57P01", "57P02", "57P03", "53300", "57014"})
+# What to do, by SQLSTATE.
+_ADVICE = {
+    "53100": "the database server's disk is full: free space on its data volume, then run again",
+    "53200": "the database server is out of memory",
+    "25006": "the server accepts no writes (a read-only standby, or default_transaction_read_only "
+    "is on): point the connection string at the primary",
+    "42501": "permission denied: grant the connecting user CREATE on the schema and "
+    "SELECT, INSERT, DELETE on the store's tables",
+}
+
+
+def _retryable(exc: Any) -> bool:
+    """A lost or refused connection (no SQLSTATE, or class 08) or a transient server state."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _RETRYABLE_STATES
+
+
+def _explain(exc: Any) -> str:
+    """One line: the error class, the server's primary message, and what to do."""
+    message = exc.diag.message_primary or " ".join(str(exc).split())
+    advice = _ADVICE.get(exc.sqlstate or "")
+    return f"{type(exc).__name__}: {message}" + (f"; {advice}" if advice else "")
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from .base import (
     StoreParameters,
     VectorStoreBase,
     flatten_filter,
+    refuse_unencodable,
     summarize,
     with_retries,
 )
@@ -259,6 +260,7 @@ class QdrantStore(VectorStoreBase):
         return int(vectors.size)
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        refuse_unencodable(self.store_name, records)
         models = self._models()
         size = self.parameters.batch_size
         for start in range(0, len(records), size):
