@@ -7,10 +7,13 @@ pipeline file's validation, so they can never disagree.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.config import JsonDict
+
+from ._redact import redact_urls
 
 _ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -41,6 +44,15 @@ class ComponentParameters(BaseModel):
                         "and _), not its value"
                     )
         return data
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # A URL parameter (base_url, url, hosts) may hold a password or a key.
+        for name, value in super().__repr_args__():
+            if isinstance(value, str):
+                value = redact_urls(value)
+            elif isinstance(value, list):
+                value = [redact_urls(v) if isinstance(v, str) else v for v in value]
+            yield name, value
 
 
 class Component:

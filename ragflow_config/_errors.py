@@ -5,9 +5,18 @@
 
 from __future__ import annotations
 
+from ._redact import redact_urls
+
 
 class RagflowError(Exception):
-    """Root of every error raised by ragflow-config."""
+    """Root of every error raised by ragflow-config.
+
+    A message may quote a URL, from a client library's error or from a file:
+    its credentials are masked before anyone can print it.
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact_urls(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class MissingExtraError(RagflowError, ImportError):
@@ -42,8 +51,8 @@ class VectorStoreError(RagflowError):
 
     def __init__(self, store: str, cause: str) -> None:
         super().__init__(f"{store}: {cause}")
-        self.store = store
-        self.cause = cause
+        self.store = redact_urls(store)
+        self.cause = redact_urls(cause)  # a run reports it as a document's failure
 
     def __reduce__(self) -> tuple[type[VectorStoreError], tuple[str, str]]:
         return (type(self), (self.store, self.cause))
@@ -86,7 +95,7 @@ class ConfigIssue:
         self.line = line
         self.column = column
         self.path = path
-        self.message = message
+        self.message = redact_urls(message)  # schema messages echo values, URLs included
 
     def as_dict(self) -> dict[str, object]:
         return {

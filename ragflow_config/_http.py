@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from ._component import ComponentParameters
 from ._errors import RagflowError
+from ._redact import redact_url, redact_urls
 from .credential import DashScopeCredential, OpenAICredential
 
 logger = logging.getLogger("ragflow_config.http")
@@ -125,14 +126,15 @@ def _excerpt(response: httpx.Response, secrets: list[str]) -> str:
 
 
 def _redact(text: str, secrets: list[str]) -> str:
-    """Hide any header value a server echoed back (some echo the API key they rejected)."""
+    """Hide any header value a server echoed back (some echo the API key they rejected),
+    and the credentials of any URL quoted (a transport error may quote the request's)."""
     for secret in secrets:
         text = text.replace(secret, "***")
         # "Bearer sk-..." is sent; the key alone is what a server would echo.
         _, _, token = secret.partition(" ")
         if len(token) >= 8:
             text = text.replace(token, "***")
-    return text
+    return redact_urls(text)
 
 
 class EndpointParameters(ComponentParameters):
@@ -198,8 +200,7 @@ class OpenAIEndpoint:
     @property
     def service(self) -> str:
         """How errors and logs name the remote: never with credentials in the URL."""
-        url = httpx.URL(self.base_url).copy_with(username=None, password=None)
-        return f"{self._label} at {url}"
+        return f"{self._label} at {redact_url(self.base_url)}"
 
     async def post(
         self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int

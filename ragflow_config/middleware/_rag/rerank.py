@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ..._redact import redact_urls
 from ...message import DataBlock, Msg, TextBlock
 from ...model import ChatModelBase
 from ...rag import VectorSearchResult
@@ -62,7 +63,7 @@ async def rerank(
             "rerank with %s failed, keeping the vector order: %s: %s",
             model.model_name,
             type(exc).__name__,
-            exc,
+            redact_urls(str(exc)),  # a client library's error may quote the URL it called
         )
         return list(candidates[:final])
     chosen: list[str] = []

@@ -9,13 +9,13 @@ from functools import partial
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
 from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
 from ..._extras import require
+from ..._redact import redact_url
 from ...credential import ElasticsearchCredential, MissingSecretError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .base import (
@@ -132,7 +132,7 @@ class ElasticsearchStore(VectorStoreBase):
     def store_name(self) -> str:
         hosts = self.parameters.hosts
         urls = [hosts] if isinstance(hosts, str) else hosts
-        return f"ElasticsearchStore({', '.join(_without_userinfo(url) for url in urls)})"
+        return f"ElasticsearchStore({', '.join(redact_url(url) for url in urls)})"
 
     async def __aenter__(self) -> ElasticsearchStore:
         import httpx
@@ -547,12 +547,3 @@ def _bulk_failure(index: str, items: list[dict[str, Any]], total: int) -> str:
     return (
         f"{len(failures)} of {total} records were not written to {index!r}; first: {kind}: {reason}"
     )
-
-
-def _without_userinfo(url: str) -> str:
-    """``url`` without any ``user:password@`` part."""
-    parts = urlsplit(url if "://" in url else f"//{url}")
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=host).geturl().removeprefix("//")

@@ -19,6 +19,7 @@ from pydantic import Field, field_validator
 from ..._component import RELATIVE_PATH
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
+from ..._redact import redact_urls
 from ...credential import MilvusCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .base import (
@@ -104,7 +105,7 @@ class MilvusLiteStore(VectorStoreBase):
 
     @property
     def store_name(self) -> str:
-        return f"MilvusLiteStore({self.parameters.uri})"
+        return f"MilvusLiteStore({redact_urls(self.parameters.uri)})"
 
     @property
     def is_lite(self) -> bool:

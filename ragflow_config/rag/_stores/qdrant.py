@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
 from ..._extras import require
+from ..._redact import redact_urls
 from ...credential import QdrantCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .base import (
@@ -91,7 +92,7 @@ class QdrantStore(VectorStoreBase):
     @property
     def store_name(self) -> str:
         p = self.parameters
-        where = p.url or p.path or ":memory:"
+        where = redact_urls(p.url or p.path or ":memory:")
         return f"QdrantStore({where})"
 
     async def __aenter__(self) -> QdrantStore:
