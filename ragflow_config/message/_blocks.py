@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AnyUrl, BaseModel, Field
@@ -13,12 +14,19 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
+def _now() -> str:
+    """A creation time as AgentScope writes it: ISO 8601, local time, no zone."""
+    return datetime.now().isoformat()
+
+
 class TextBlock(BaseModel):
     """A piece of text."""
 
     type: Literal["text"] = "text"
     text: str
     id: str = Field(default_factory=_new_id)
+    created_at: str = Field(default_factory=_now)
+    finished_at: str | None = None
 
 
 class Base64Source(BaseModel):
@@ -47,6 +55,8 @@ class DataBlock(BaseModel):
     source: Annotated[Base64Source | URLSource, Field(discriminator="type")]
     name: str | None = None
     id: str = Field(default_factory=_new_id)
+    created_at: str = Field(default_factory=_now)
+    finished_at: str | None = None
 
     @classmethod
     def from_bytes(cls, data: bytes, media_type: str, name: str | None = None) -> DataBlock:

@@ -2,13 +2,54 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from ._blocks import DataBlock, TextBlock, _new_id
+from ._blocks import DataBlock, TextBlock, _new_id, _now
 
 Role = Literal["user", "assistant", "system"]
+FinishedReason = Literal["completed", "interrupted", "exceed_max_iters", "error"]
+
+
+class ToolCallState(str, Enum):
+    """Where a tool call stands: AgentScope's states, for code that reads them."""
+
+    PENDING = "pending"
+    ASKING = "asking"
+    ALLOWED = "allowed"
+    SUBMITTED = "submitted"
+    FINISHED = "finished"
+
+
+class ToolResultState(str, Enum):
+    """How a tool run ended (or that it still runs): AgentScope's states."""
+
+    SUCCESS = "success"
+    ERROR = "error"
+    INTERRUPTED = "interrupted"
+    DENIED = "denied"
+    RUNNING = "running"
+
+
+class ThinkingBlock(BaseModel):
+    """A model's reasoning text, kept apart from its answer; only assistant messages carry it."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    id: str = Field(default_factory=_new_id)
+    created_at: str = Field(default_factory=_now)
+    finished_at: str | None = None
+
+
+class Usage(BaseModel):
+    """Tokens one model call (or a whole reply, summed) consumed."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
 
 
 class HintBlock(BaseModel):
@@ -18,6 +59,9 @@ class HintBlock(BaseModel):
     hint: str | list[Annotated[TextBlock | DataBlock, Field(discriminator="type")]]
     source: str | None = Field(default=None, description="Who injected it, e.g. a middleware.")
     id: str = Field(default_factory=_new_id)
+    created_at: str = Field(default_factory=_now)
+    # A hint is whole when made, so it is finished when created (as in AgentScope).
+    finished_at: str | None = Field(default_factory=_now)
 
 
 class ToolCallBlock(BaseModel):
@@ -27,6 +71,8 @@ class ToolCallBlock(BaseModel):
     id: str
     name: str
     arguments: str = "{}"
+    created_at: str = Field(default_factory=_now)
+    finished_at: str | None = None
 
 
 class ToolResultBlock(BaseModel):
@@ -37,10 +83,12 @@ class ToolResultBlock(BaseModel):
     name: str
     output: list[Annotated[TextBlock | DataBlock, Field(discriminator="type")]]
     is_error: bool = False
+    created_at: str = Field(default_factory=_now)
+    finished_at: str | None = None
 
 
 MsgBlock = Annotated[
-    TextBlock | DataBlock | HintBlock | ToolCallBlock | ToolResultBlock,
+    TextBlock | DataBlock | ThinkingBlock | HintBlock | ToolCallBlock | ToolResultBlock,
     Field(discriminator="type"),
 ]
 
@@ -48,7 +96,7 @@ MsgBlock = Annotated[
 _ALLOWED_BLOCKS: dict[str, tuple[type[BaseModel], ...]] = {
     "system": (TextBlock,),
     "user": (TextBlock, DataBlock, HintBlock),
-    "assistant": (TextBlock, DataBlock, HintBlock, ToolCallBlock, ToolResultBlock),
+    "assistant": (TextBlock, DataBlock, ThinkingBlock, HintBlock, ToolCallBlock, ToolResultBlock),
 }
 
 
@@ -63,6 +111,11 @@ class Msg(BaseModel):
     role: Role
     id: str = Field(default_factory=_new_id)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: str = Field(default_factory=_now)
+    finished_at: str | None = None
+    finished_reason: FinishedReason | None = None
+    usage: Usage | None = None
+    structured_output: dict[str, Any] | None = None
 
     def __init__(self, name: str, content: str | list[Any], role: Role, **data: Any) -> None:
         super().__init__(name=name, content=content, role=role, **data)
@@ -88,3 +141,89 @@ class Msg(BaseModel):
     @property
     def tool_calls(self) -> list[ToolCallBlock]:
         return [block for block in self.content if isinstance(block, ToolCallBlock)]
+
+
+# AgentScope's constructors of one role's message: functions, named like classes.
+def _made(
+    name: str,
+    content: str | list[Any],
+    role: Role,
+    created_at: str | None,
+    finished_at: str | None,
+    **fields: Any,
+) -> Msg:
+    created = created_at or _now()
+    fields = {key: value for key, value in fields.items() if value is not None}
+    return Msg(
+        name, content, role, created_at=created, finished_at=finished_at or created, **fields
+    )
+
+
+def UserMsg(
+    name: str,
+    content: str | list[TextBlock | DataBlock],
+    metadata: dict[str, Any] | None = None,
+    created_at: str | None = None,
+    finished_at: str | None = None,
+    finished_reason: FinishedReason | None = None,
+    id: str | None = None,
+) -> Msg:
+    """A user message, finished when created unless ``finished_at`` says otherwise."""
+    return _made(
+        name,
+        content,
+        "user",
+        created_at,
+        finished_at,
+        metadata=metadata,
+        finished_reason=finished_reason,
+        id=id,
+    )
+
+
+def AssistantMsg(
+    name: str,
+    content: str | list[Any],
+    metadata: dict[str, Any] | None = None,
+    created_at: str | None = None,
+    finished_at: str | None = None,
+    finished_reason: FinishedReason | None = None,
+    structured_output: dict[str, Any] | None = None,
+    id: str | None = None,
+    usage: Usage | None = None,
+) -> Msg:
+    """An assistant message, finished when created unless ``finished_at`` says otherwise."""
+    return _made(
+        name,
+        content,
+        "assistant",
+        created_at,
+        finished_at,
+        metadata=metadata,
+        finished_reason=finished_reason,
+        structured_output=structured_output,
+        id=id,
+        usage=usage,
+    )
+
+
+def SystemMsg(
+    name: str,
+    content: str | list[TextBlock],
+    metadata: dict[str, Any] | None = None,
+    created_at: str | None = None,
+    finished_at: str | None = None,
+    finished_reason: FinishedReason | None = None,
+    id: str | None = None,
+) -> Msg:
+    """A system message (text only), finished when created unless ``finished_at`` says otherwise."""
+    return _made(
+        name,
+        content,
+        "system",
+        created_at,
+        finished_at,
+        metadata=metadata,
+        finished_reason=finished_reason,
+        id=id,
+    )

@@ -14,6 +14,7 @@ from ..message import (
     HintBlock,
     Msg,
     TextBlock,
+    ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
     URLSource,
@@ -61,6 +62,8 @@ def _turns(message: Msg, can_read: CanRead) -> list[dict[str, Any]]:
             turns.append({"role": "tool", "tool_call_id": block.id, "content": _text(block.output)})
         elif isinstance(block, ToolCallBlock):
             calls.append(block)
+        elif isinstance(block, ThinkingBlock):
+            continue  # the model's own reasoning is not sent back to it
         else:
             parts.append(block)
     flush()

@@ -11,7 +11,7 @@ from ragflow_config._errors import ChatModelError
 from ragflow_config.agent import Agent
 from ragflow_config.credential import DashScopeCredential, MissingSecretError, OpenAICredential
 from ragflow_config.embedding import HashingEmbeddingModel
-from ragflow_config.message import DataBlock, Msg, TextBlock
+from ragflow_config.message import AssistantMsg, DataBlock, Msg, TextBlock, ThinkingBlock
 from ragflow_config.middleware import RAGMiddleware
 from ragflow_config.model import DashScopeChatModel, OpenAICompatibleChatModel
 from ragflow_config.rag import Chunk, KnowledgeBase, QdrantStore
@@ -121,6 +121,23 @@ async def test_a_static_hint_is_its_own_user_turn(
         {"role": "user", "content": f"Context:\n[1] (source: pto.md)\n{PTO}"},
     ]
     assert "tools" not in server.requests[0].body
+
+
+async def test_thinking_blocks_are_not_sent_back(
+    server: ChatServer, model: OpenAICompatibleChatModel
+):
+    server.replies = [completion("ok")]
+    earlier = AssistantMsg(
+        name="bot", content=[ThinkingBlock(thinking="private"), TextBlock(text="Hello.")]
+    )
+
+    await model([Msg("alice", "Hi", "user"), earlier, Msg("alice", "And?", "user")])
+
+    assert server.requests[0].body["messages"] == [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "And?"},
+    ]
 
 
 async def test_rerank_over_http_reads_json_in_a_code_fence(
