@@ -5,18 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..message import HintBlock, Msg
+from ..event import AgentEvent
+from ..message import Msg
 
-
-@dataclass(frozen=True)
-class HintBlockEvent:
-    """A hint was injected into the context, e.g. retrieved passages a frontend may show."""
-
-    reply_id: str
-    hint: HintBlock
-
-
-AgentEvent = HintBlockEvent
 EventHandler = Callable[[AgentEvent], None]
 
 

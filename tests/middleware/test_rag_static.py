@@ -129,8 +129,14 @@ async def test_hint_event_is_emitted_only_when_asked(hr_kb: KnowledgeBase):
     )
 
     [event] = events
-    assert event.hint.hint == PTO_HINT
-    assert hints(model.calls[0].messages) == [event.hint]
+    [hint] = hints(model.calls[0].messages)
+    assert isinstance(event, HintBlockEvent)
+    assert (event.type, event.block_id, event.source, event.hint) == (
+        "HINT_BLOCK",
+        hint.id,
+        hint.source,
+        PTO_HINT,
+    )
 
 
 async def test_queries_are_text_and_data_blocks_never_tool_or_hint_blocks(make_kb: MakeKB):

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...agent._state import HintBlockEvent
+from ...event import HintBlockEvent
 from ...message import HintBlock, Msg
 from ...model import ChatModelBase
 from ...rag import KnowledgeBase, VectorSearchResult
@@ -106,7 +106,11 @@ class RAGMiddleware(MiddlewareBase):
         carrier = Msg(source, [hint], "user")
         agent.context.append(carrier)
         if p.emit_hint_event:
-            state.emit(HintBlockEvent(reply_id=state.reply_id, hint=hint))
+            state.emit(
+                HintBlockEvent(
+                    reply_id=state.reply_id, block_id=hint.id, source=hint.source, hint=hint.hint
+                )
+            )
         try:
             return await next_handler()
         finally:
