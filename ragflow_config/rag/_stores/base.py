@@ -191,18 +191,30 @@ def _unencodable(value: Any) -> str | None:
 _DISK_ADVICE = {
     errno.ENOSPC: "the disk is full: free space there and run again",
     errno.EDQUOT: "the disk quota is exhausted: free space there and run again",
-    errno.EROFS: "the file system is read-only: choose a writable path",
+    errno.EROFS: "it is read-only: check its permissions and that its file system is "
+    "mounted writable, or choose another path",
     errno.EACCES: "permission denied: check the permissions on it",
     errno.EPERM: "permission denied: check the permissions on it",
     errno.ENOTDIR: "a part of the path is a file, not a folder: move it or choose another path",
     errno.EEXIST: "a part of the path is a file, not a folder: move it or choose another path",
+    errno.ENOENT: "a folder on the path is missing: check that it exists and is writable",
+    errno.EIO: "the disk reported an I/O error: check the disk",
 }
 
 
-def disk_failure(store: str, path: str, exc: OSError) -> VectorStoreError:
-    """A local store's file-system failure at ``path`` as an error saying what to do."""
-    advice = _DISK_ADVICE.get(exc.errno or 0, exc.strerror or str(exc))
-    return VectorStoreError(store, f"cannot write {path}: {advice} ({type(exc).__name__})")
+def disk_failure(
+    store: str, path: str, exc: Exception, code: int | None = None
+) -> VectorStoreError:
+    """A local store's file-system failure at ``path`` as an error saying what to do.
+
+    ``code`` is the errno the failure amounts to, when ``exc`` (a database
+    engine's error, say) carries none of its own.
+    """
+    if code is None and isinstance(exc, OSError):
+        code = exc.errno
+    advice = _DISK_ADVICE.get(code or 0, "check that it can be written")
+    cause = " ".join(str(exc).split())
+    return VectorStoreError(store, f"cannot write {path}: {advice} ({type(exc).__name__}: {cause})")
 
 
 def flatten_filter(metadata_filter: dict[str, Any] | None) -> list[FilterPair]:

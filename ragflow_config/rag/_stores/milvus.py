@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,7 @@ from .base import (
     FilterPair,
     StoreParameters,
     VectorStoreBase,
+    disk_failure,
     flatten_filter,
     matches_filter,
     refuse_unencodable,
@@ -44,6 +46,8 @@ _COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 _QUERY_PAGE = 4096
 _MAX_VARCHAR = 65535
 _MAX_SEARCH_LIMIT = 16384  # Milvus's largest top k
+# Less free space than this beside a Milvus Lite file is named as a failure's likely cause.
+_LOW_DISK_BYTES = 64 * 1024 * 1024
 
 # Milvus Lite runs one server process per file, shared by every client in this
 # process; the last store to leave releases it.
@@ -117,7 +121,10 @@ class MilvusLiteStore(VectorStoreBase):
         if self.is_lite:
             require("milvus_lite", "milvus")
             path = Path(p.uri).expanduser().resolve()
-            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise disk_failure(self.store_name, str(path.parent), exc) from exc
             self._lite_path = str(path)
             with _lite_lock:
                 _lite_users[self._lite_path] += 1
@@ -127,12 +134,16 @@ class MilvusLiteStore(VectorStoreBase):
                     pymilvus.AsyncMilvusClient, uri=self._lite_path, timeout=p.timeout
                 )
             except pymilvus.exceptions.MilvusException as exc:
+                advice = self._disk_advice()
                 self._release_lite()
                 raise VectorStoreError(
                     self.store_name,
                     f"cannot start Milvus Lite on {path} (is another process using it?): "
-                    f"{exc.message}",
+                    f"{exc.message}{advice}",
                 ) from exc
+            except OSError as exc:
+                self._release_lite()
+                raise disk_failure(self.store_name, str(path), exc) from exc
         else:
             credential = self._credential or MilvusCredential.from_environment(
                 {"token": p.token_env}
@@ -179,6 +190,23 @@ class MilvusLiteStore(VectorStoreBase):
             raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
         return self._client
 
+    def _disk_advice(self) -> str:
+        """Why a Milvus Lite request may have failed, when its disk is (nearly) full.
+
+        Milvus Lite reports a full disk only as a request that timed out
+        ("Retry timeout: 30.0s"), so the folder's free space is checked.
+        """
+        if self._lite_path is None:
+            return ""
+        folder = Path(self._lite_path).parent
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            return ""
+        if free >= _LOW_DISK_BYTES:
+            return ""
+        return f"; the disk holding {folder} has {free // 1024} KiB free: free space there"
+
     async def _call(self, operation: Callable[[Any], Awaitable[T]]) -> T:
         """Run an idempotent request, retrying while the server is unreachable."""
         from pymilvus.exceptions import MilvusException
@@ -189,7 +217,7 @@ class MilvusLiteStore(VectorStoreBase):
             except MilvusException as exc:
                 if _unreachable(exc):
                     raise ConnectionError(exc.message) from exc
-                raise VectorStoreError(self.store_name, exc.message) from exc
+                raise VectorStoreError(self.store_name, exc.message + self._disk_advice()) from exc
 
         attempts = 1 if self.is_lite else self.parameters.max_retries + 1
         return await with_retries(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import re
 import sqlite3
@@ -21,6 +22,7 @@ from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .base import (
     StoreParameters,
     VectorStoreBase,
+    disk_failure,
     flatten_filter,
     refuse_unencodable,
     summarize,
@@ -30,6 +32,13 @@ from .base import (
 _SCROLL_PAGE = 512
 _LOCAL_SCROLL_PAGE = 8192
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# SQLite's messages for the file-system failures it reports, as errnos.
+_SQLITE_ERRNO = {
+    "database or disk is full": errno.ENOSPC,
+    "attempt to write a readonly database": errno.EROFS,
+    "unable to open database file": errno.ENOENT,
+    "disk I/O error": errno.EIO,
+}
 
 
 class QdrantStore(VectorStoreBase):
@@ -114,7 +123,9 @@ class QdrantStore(VectorStoreBase):
             kwargs = {"location": ":memory:"}
         try:
             self._client = qdrant_client.AsyncQdrantClient(**kwargs)
-        except (RuntimeError, OSError) as exc:  # e.g. the path is locked by another process
+        except (OSError, sqlite3.Error) as exc:
+            raise self._local_failure(exc) from exc
+        except RuntimeError as exc:  # e.g. the path is locked by another process
             raise VectorStoreError(self.store_name, str(exc)) from exc
         self._set_local_journal()
         return self
@@ -151,8 +162,16 @@ class QdrantStore(VectorStoreBase):
         for collection in getattr(self._client._client, "collections", {}).values():
             connection = getattr(getattr(collection, "storage", None), "storage", None)
             if isinstance(connection, sqlite3.Connection):
-                for pragma in pragmas:
-                    connection.execute(pragma)
+                try:
+                    for pragma in pragmas:
+                        connection.execute(pragma)
+                except sqlite3.Error as exc:
+                    raise self._local_failure(exc) from exc
+
+    def _local_failure(self, exc: OSError | sqlite3.Error) -> VectorStoreError:
+        """The local engine's failure to write its folder or SQLite files, and what to do."""
+        code = next((code for text, code in _SQLITE_ERRNO.items() if text in str(exc)), None)
+        return disk_failure(self.store_name, str(self.parameters.path), exc, code)
 
     async def _call(self, operation: Any) -> Any:
         """Run a request; retry a server that cannot be reached, report one that refuses."""
@@ -164,11 +183,16 @@ class QdrantStore(VectorStoreBase):
         # collection) with ValueError; a server answers with an error status.
         refused = (ValueError, UnexpectedResponse) if local else (UnexpectedResponse,)
 
+        # ...and cannot write its files with OSError or sqlite3.Error.
+        disk = (OSError, sqlite3.Error) if local else ()
+
         async def attempt() -> Any:
             try:
                 return await operation()
             except refused as exc:
                 raise VectorStoreError(self.store_name, f"{type(exc).__name__}: {exc}") from exc
+            except disk as exc:
+                raise self._local_failure(exc) from exc
 
         return await with_retries(
             self.store_name,
