@@ -452,7 +452,9 @@ async def _prepare(
             "unsupported",
             file.relative,
             change.document_id,
-            f"no parser for {media_type or 'unknown media type'}",
+            f"no parser for {media_type}"
+            if media_type
+            else "unknown file type: binary content, and no parser claims its extension",
         )
     # A model that holds the GIL while it embeds runs in the parser processes, beside the parsing.
     model = kb.embedding_model if kb.embedding_model.cpu_bound else None

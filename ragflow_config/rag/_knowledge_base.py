@@ -86,7 +86,9 @@ class KnowledgeBase:
                 raise CollectionMismatchError(
                     f"collection {self._collection!r} holds {found}-dimensional vectors, but "
                     f"{type(self._embedding_model).__name__} ({self._embedding_model.model}) "
-                    f"makes {expected}-dimensional ones; use another collection or re-index"
+                    f"makes {expected}-dimensional ones; use another collection, or start "
+                    f"over with `ragflow-config reset <pipeline file> {self.name}` "
+                    "(KnowledgeBase.clear() in Python)"
                 )
             self._ready = True
 
@@ -199,25 +201,30 @@ class KnowledgeBase:
         queries: Sequence[str | TextBlock | DataBlock],
         top_k: int = 5,
         score_threshold: float | None = None,
+        *,
+        where: dict[str, Any] | None = None,
     ) -> list[VectorSearchResult]:
         """Search with every query; deduplicate, sort best first, cut to ``top_k``.
 
         ``DataBlock`` queries are dropped when the model is text-only. All
         queries are embedded in one batch and searched concurrently; a chunk
         found by several queries keeps its best score; hits below
-        ``score_threshold`` are dropped.
+        ``score_threshold`` are dropped. ``where`` narrows the search to
+        chunks whose metadata also matches it; it can never widen the scope.
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
         usable: list[EmbeddingInput] = list(filter(self._embedding_model.can_embed, queries))
         if not usable or top_k <= 0:
             return []
+        flatten_filter(where)  # an unusable filter fails before the model is called
         await self.ensure_collection()
+        scope = _deep_merge(where or {}, self._metadata_filter or {}) or None
         response = await self._embedding_model(usable)
         per_query = await asyncio.gather(
             *(
                 self._vector_store.search(
-                    self._collection, vector, top_k=top_k, metadata_filter=self._metadata_filter
+                    self._collection, vector, top_k=top_k, metadata_filter=scope
                 )
                 for vector in response.embeddings
             )
@@ -265,6 +272,26 @@ class KnowledgeBase:
         await self._vector_store.delete(
             self._collection, document_id, metadata_filter=scope or None
         )
+
+    async def clear(self) -> bool:
+        """Delete every document within scope, whatever vectors the collection was built for.
+
+        The collection itself is dropped when nothing is left in it (always,
+        without a ``metadata_filter``), so the next write creates it for this
+        knowledge base's model: the way out of a ``CollectionMismatchError``.
+        Returns whether the collection was dropped.
+        """
+        store, collection = self._vector_store, self._collection
+        self._ready = False
+        if not await store.has_collection(collection):
+            return True
+        if self._metadata_filter:
+            for summary in await store.list_documents(collection, self._metadata_filter):
+                await store.delete(collection, summary.document_id, self._metadata_filter)
+            if await store.list_documents(collection):
+                return False
+        await store.delete_collection(collection)
+        return True
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -70,7 +70,9 @@ async def test_a_run_in_process_indexes_skips_and_reports(tmp_path: Path) -> Non
     }
     [kb] = report.knowledge_bases
     reasons = {change.path: change.reason for change in kb.changes}
-    assert reasons[UNSUPPORTED] == "no parser for application/octet-stream"
+    assert reasons[UNSUPPORTED] == (
+        "unknown file type: binary content, and no parser claims its extension"
+    )
     assert reasons[BROKEN].startswith("not valid utf-8 at byte 3")
     assert report.failed and kb.aborted is None
 

@@ -1,0 +1,93 @@
+"""Commands about pipeline files and types: validate, schema, types."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .._errors import ConfigIssue
+from ..pipeline import default_registry
+from ..pipeline._registry import KINDS
+from ..pipeline._schema import stale_schemas, write_schemas
+from ..pipeline._validate import check_file
+from ._output import EXIT_ERROR, EXIT_OK, print_json
+from ._parser import Commands
+
+
+def register(commands: Commands) -> None:
+    validate = commands.add("validate", _validate, "check pipeline files and report every error")
+    validate.add_argument("files", nargs="+", type=Path, metavar="FILE", help="pipeline files")
+    validate.add_argument("--json", action="store_true", help="print the errors as a JSON list")
+
+    schema = commands.add(
+        "schema", _schema, "write the JSON Schemas of pipeline files and every type"
+    )
+    schema.add_argument(
+        "--out", type=Path, default=Path("schemas"), help="folder (default: schemas)"
+    )
+    schema.add_argument("--check", action="store_true", help="fail if the files there are stale")
+
+    types = commands.add("types", _types, "list the registered types and their parameters")
+    types.add_argument("--json", action="store_true", help="print them as JSON")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    issues: list[ConfigIssue] = []
+    for file in args.files:
+        issues += check_file(file)[1]
+    if args.json:
+        print_json([issue.as_dict() for issue in issues])
+    else:
+        for issue in issues:
+            print(issue, file=sys.stderr)
+        if not issues:
+            print(f"{len(args.files)} file(s) valid")
+    return EXIT_ERROR if issues else EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    registry = default_registry()
+    if args.check:
+        problems = stale_schemas(registry, args.out)
+        for problem in problems:
+            print(f"{args.out / problem}", file=sys.stderr)
+        if problems:
+            print("schemas are stale: run `ragflow-config schema`", file=sys.stderr)
+            return EXIT_ERROR
+        print(f"schemas in {args.out} are up to date")
+        return EXIT_OK
+    written = write_schemas(registry, args.out)
+    print(f"wrote {len(written)} schema files to {args.out}")
+    return EXIT_OK
+
+
+def _types(args: argparse.Namespace) -> int:
+    registry = default_registry()
+    if args.json:
+        print_json(
+            {
+                kind: {
+                    t.name: {
+                        "class": f"{t.cls.__module__}.{t.cls.__qualname__}",
+                        "distribution": t.distribution,
+                        "parameters": t.parameters_model.model_json_schema(),
+                    }
+                    for t in registry.types(kind)
+                }
+                for kind in KINDS
+            }
+        )
+        return EXIT_OK
+    for kind in KINDS:
+        print(f"{kind}:")
+        for t in registry.types(kind):
+            print(f"  {t.name:<18} {t.description}")
+            for name, field in t.parameters_model.model_fields.items():
+                default = (
+                    ""
+                    if field.is_required()
+                    else f" = {field.get_default(call_default_factory=True)!r}"
+                )
+                print(f"      {name}{default}  {field.description or ''}".rstrip())
+    return EXIT_OK

@@ -1,0 +1,95 @@
+"""`eval`: retrieval quality on judged queries, for one pipeline or two side by side."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._errors import RagflowError
+from ..pipeline import Pipeline
+from ..pipeline._spec import EvaluationSpec
+from ._output import EXIT_ERROR, EXIT_OK, print_error, print_json
+from ._parser import Commands
+
+
+def register(commands: Commands) -> None:
+    evaluate = commands.add(
+        "eval",
+        _eval,
+        "measure retrieval quality on each knowledge base's judged queries; "
+        "with two files, compare them side by side",
+    )
+    evaluate.add_argument(
+        "files", nargs="+", type=Path, metavar="FILE", help="one pipeline file, or two to compare"
+    )
+    evaluate.add_argument("--kb", action="append", metavar="NAME", help="only this knowledge base")
+    evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from ..evaluation import (
+        check_thresholds,
+        evaluate,
+        format_comparison,
+        format_table,
+        load_queries,
+    )
+
+    if len(args.files) > 2:
+        print_error("eval takes one pipeline file, or two to compare", args.json)
+        return EXIT_ERROR
+    pipelines = [Pipeline.load(file) for file in args.files]
+    first = pipelines[0]
+    names = [
+        kb.name
+        for kb in first.spec.knowledge_bases
+        if kb.evaluation is not None and (not args.kb or kb.name in args.kb)
+    ]
+    if not names:
+        print_error(f"{args.files[0]}: no knowledge base with an `evaluation` block", args.json)
+        return EXIT_ERROR
+
+    async def measure(pipeline: Pipeline, name: str, spec: EvaluationSpec) -> Any:
+        queries = load_queries(
+            first.path.parent / spec.queries,
+            first.path.parent / spec.topics if spec.topics else None,
+        )
+        async with pipeline.build([name]) as built:
+            knowledge_base = built.knowledge_base(name)
+            if not await knowledge_base.list_documents():
+                raise RagflowError(
+                    f"{pipeline.path.name}: knowledge base {name!r} holds no documents; "
+                    f"index it first: ragflow-config run {pipeline.path}"
+                )
+            return await evaluate(knowledge_base, queries, spec.k)
+
+    failures: list[str] = []
+    output: dict[str, Any] = {}
+    for name in names:
+        spec = next(kb.evaluation for kb in first.spec.knowledge_bases if kb.name == name)
+        assert spec is not None
+        results = [asyncio.run(measure(p, name, spec)) for p in pipelines]
+        labels = [str(file) for file in args.files]
+        for label, result, pipeline in zip(labels, results, pipelines, strict=True):
+            own = next(kb.evaluation for kb in pipeline.spec.knowledge_bases if kb.name == name)
+            thresholds = (own or spec).thresholds
+            failures += [
+                f"{label}: {name}: {miss}" for miss in check_thresholds(result, thresholds)
+            ]
+        output[name] = {
+            label: result.as_dict() for label, result in zip(labels, results, strict=True)
+        }
+        if not args.json:
+            if len(results) == 1:
+                print(format_table(results[0], f"{name} ({labels[0]})"))
+            else:
+                print(format_comparison(results[0], results[1], labels[0], labels[1]))
+            print()
+    if args.json:
+        print_json({"results": output, "failures": failures})
+    for failure in failures:
+        print(f"FAILED {failure}", file=sys.stderr)
+    return EXIT_ERROR if failures else EXIT_OK

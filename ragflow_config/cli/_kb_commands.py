@@ -1,0 +1,180 @@
+"""Commands on one knowledge base's contents: search, list, delete, reset."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..pipeline import Pipeline
+from ._output import EXIT_ERROR, EXIT_OK, plural, print_error, print_json
+from ._parser import Commands
+
+
+def register(commands: Commands) -> None:
+    search = commands.add("search", _search, "search a knowledge base")
+    _file_and_kb(search)
+    search.add_argument("query", nargs="+", metavar="QUERY", help="what to search for")
+    search.add_argument("--top-k", type=int, default=5, help="how many hits (default: 5)")
+    search.add_argument(
+        "--score-threshold", type=float, default=None, help="drop hits scoring below this"
+    )
+    search.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="only chunks whose metadata KEY (dots nest: org.team) equals VALUE (a JSON "
+        "scalar, else a string); within the knowledge base's own metadata_filter; repeatable",
+    )
+    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+
+    listing = commands.add("list", _list, "list the documents of a knowledge base")
+    _file_and_kb(listing)
+    listing.add_argument("--json", action="store_true", help="print the documents as JSON")
+
+    delete = commands.add("delete", _delete, "delete one document from a knowledge base")
+    _file_and_kb(delete)
+    delete.add_argument("document_id", metavar="DOCUMENT_ID", help="as `list` shows it")
+
+    reset = commands.add(
+        "reset",
+        _reset,
+        "delete every document of a knowledge base (within its metadata_filter), and its "
+        "collection when nothing else is left in it: the way out of a collection built for "
+        "another embedding model",
+    )
+    _file_and_kb(reset)
+    reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+def _file_and_kb(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="the pipeline file")
+    parser.add_argument("kb", metavar="KB", help="a knowledge base of that file, by name")
+
+
+def parse_filter(pairs: list[str]) -> dict[str, Any] | None:
+    """``["org.team=a", "year=2024"]`` -> ``{"org": {"team": "a"}, "year": 2024}``."""
+    where: dict[str, Any] = {}
+    for pair in pairs:
+        key, separator, raw = pair.partition("=")
+        if not separator or not key:
+            raise ValueError(f"--filter {pair!r}: expected KEY=VALUE")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(value, (dict, list)) or value is None:
+            value = raw
+        *parents, leaf = key.split(".")
+        node = where
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    return where or None
+
+
+def _search(args: argparse.Namespace) -> int:
+    pipeline = Pipeline.load(args.file)
+    try:
+        where = parse_filter(args.filter)
+    except ValueError as exc:
+        print_error(str(exc), args.json)
+        return EXIT_ERROR
+
+    async def search() -> int:
+        async with pipeline.build([args.kb]) as built:
+            hits = await built.knowledge_base(args.kb).search(
+                [" ".join(args.query)],
+                top_k=args.top_k,
+                score_threshold=args.score_threshold,
+                where=where,
+            )
+        if args.json:
+            print_json([hit.model_dump(mode="json") for hit in hits])
+            return EXIT_OK
+        if not hits:
+            print("no results")
+        for rank, hit in enumerate(hits, 1):
+            content = hit.chunk.content
+            text = content.text if content.type == "text" else f"<{content.media_type} data>"
+            print(
+                f"[{rank}] score {hit.score:.4f}  {hit.chunk.source}  (chunk {hit.chunk.chunk_index})"
+            )
+            print("    " + text.strip().replace("\n", "\n    "))
+            print()
+        return EXIT_OK
+
+    return asyncio.run(search())
+
+
+def _list(args: argparse.Namespace) -> int:
+    pipeline = Pipeline.load(args.file)
+
+    async def listing() -> int:
+        async with pipeline.build([args.kb]) as built:
+            documents = await built.knowledge_base(args.kb).list_documents()
+        documents.sort(key=lambda d: d.source)
+        if args.json:
+            print_json([d.model_dump(mode="json") for d in documents])
+        else:
+            for document in documents:
+                print(
+                    f"{document.document_id}  {plural(document.chunk_count, 'chunk'):>10}  "
+                    f"{document.source}"
+                )
+            print(plural(len(documents), "document"))
+        return EXIT_OK
+
+    return asyncio.run(listing())
+
+
+def _delete(args: argparse.Namespace) -> int:
+    pipeline = Pipeline.load(args.file)
+
+    async def delete() -> int:
+        async with pipeline.build([args.kb]) as built:
+            kb = built.knowledge_base(args.kb)
+            # Deleting is scoped, so an id outside the scope deletes nothing: say so.
+            if not await kb.list_chunks(args.document_id, limit=1):
+                print(
+                    f"error: nothing deleted: {args.kb} has no document {args.document_id}"
+                    + (" within its metadata_filter" if kb.metadata_filter else ""),
+                    file=sys.stderr,
+                )
+                return EXIT_ERROR
+            await kb.delete_document(args.document_id)
+        print(f"deleted {args.document_id} from {args.kb}")
+        return EXIT_OK
+
+    return asyncio.run(delete())
+
+
+def _reset(args: argparse.Namespace) -> int:
+    pipeline = Pipeline.load(args.file)
+    spec = next((kb for kb in pipeline.spec.knowledge_bases if kb.name == args.kb), None)
+    if spec is None:
+        raise KeyError(f"{args.file}: no knowledge base named {args.kb!r}")
+    scope = f" within {json.dumps(spec.metadata_filter)}" if spec.metadata_filter else ""
+    what = f"every document of {args.kb} (collection {spec.collection!r}{scope})"
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print(f"error: reset deletes {what}; pass --yes to confirm", file=sys.stderr)
+            return EXIT_ERROR
+        if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing deleted")
+            return EXIT_ERROR
+
+    async def reset() -> int:
+        async with pipeline.build([args.kb]) as built:
+            dropped = await built.knowledge_base(args.kb).clear()
+        print(
+            f"reset {args.kb}: "
+            + ("collection dropped" if dropped else "documents deleted; other scopes' remain")
+        )
+        return EXIT_OK
+
+    return asyncio.run(reset())

@@ -1,0 +1,44 @@
+"""``main``: parse the command line, run the command, report failures one way."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from .._errors import ConfigError, RagflowError
+from . import _config_commands, _eval_command, _index_commands, _kb_commands
+from ._output import EXIT_CLOSED_PIPE, EXIT_ERROR, print_error
+from ._parser import Commands
+
+
+def main(argv: list[str] | None = None) -> int:
+    commands = Commands()
+    for group in (_config_commands, _index_commands, _kb_commands, _eval_command):
+        group.register(commands)
+    args = commands.parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    as_json = getattr(args, "json", False)
+    try:
+        return int(args.handler(args))
+    except ConfigError as exc:
+        if as_json:
+            print_error("the pipeline file is invalid", True, exc.issues)
+        else:
+            for issue in exc.issues:
+                print(issue, file=sys.stderr)
+        return EXIT_ERROR
+    except (RagflowError, KeyError, FileNotFoundError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print_error(message, as_json)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader is gone (`list | head`): nothing more to say, and the
+        # interpreter must not try to flush into the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+    except KeyboardInterrupt:
+        return 130
