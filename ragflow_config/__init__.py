@@ -8,6 +8,7 @@ from ._errors import (
     EmbeddingError,
     MissingExtraError,
     ParserError,
+    ParserFileNotFoundError,
     RagflowError,
     VectorStoreError,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "EmbeddingError",
     "MissingExtraError",
     "ParserError",
+    "ParserFileNotFoundError",
     "RagflowError",
     "VectorStoreError",
     "__version__",

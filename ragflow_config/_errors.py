@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 from ._redact import redact_urls
 
 
@@ -37,6 +40,28 @@ class ParserError(RagflowError, ValueError):
     def __reduce__(self) -> tuple[type[ParserError], tuple[str, str]]:
         # Parsers run in worker processes; the error must survive the trip back.
         return (type(self), (self.filename, self.cause))
+
+
+class ParserFileNotFoundError(ParserError, FileNotFoundError):
+    """A parser was given a path that names no file.
+
+    Both a ``ParserError`` (what this package's callers catch) and a
+    ``FileNotFoundError`` (what AgentScope's parsers raise, and code written
+    for them catches). ``filename`` is the document's name, as for every
+    ``ParserError``; ``path`` is the path that was not found.
+    """
+
+    def __init__(self, filename: str, path: str) -> None:
+        super().__init__(filename, f"no such file: {path}")
+        self.path = path
+        self.errno = errno.ENOENT
+        self.strerror = os.strerror(errno.ENOENT)
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.cause}"
+
+    def __reduce__(self) -> tuple[type[ParserError], tuple[str, str]]:
+        return (type(self), (self.filename, self.path))
 
 
 class EmbeddingError(RagflowError):

@@ -9,7 +9,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .._errors import CollectionMismatchError, ParserError, VectorStoreError
+from .._errors import (
+    CollectionMismatchError,
+    ParserError,
+    ParserFileNotFoundError,
+    VectorStoreError,
+)
 from ._chunkers.approx_token import ApproxTokenChunker
 from ._chunkers.base import ChunkerBase
 from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
@@ -69,6 +74,7 @@ __all__ = [
     "PPTParser",
     "ParserBase",
     "ParserError",
+    "ParserFileNotFoundError",
     "PgVectorStore",
     "QdrantStore",
     "Section",

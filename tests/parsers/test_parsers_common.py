@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import pickle
 import subprocess
@@ -101,6 +102,24 @@ async def test_a_password_protected_office_file_says_so(parser: type[ParserBase]
 async def test_a_missing_path_is_a_parser_error(parser: type[ParserBase], tmp_path: Path) -> None:
     with pytest.raises(ParserError, match="no such file"):
         await parser().parse(str(tmp_path / "missing"), "missing")
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+async def test_a_missing_path_is_also_a_file_not_found_error(
+    parser: type[ParserBase], tmp_path: Path
+) -> None:
+    # AgentScope's binary parsers raise FileNotFoundError; code written for them still works.
+    missing = str(tmp_path / "missing.bin")
+    with pytest.raises(FileNotFoundError) as caught:
+        await parser().parse(missing, "missing.bin")
+    error = caught.value
+    assert isinstance(error, ParserError)
+    assert (error.errno, error.filename, str(error)) == (
+        errno.ENOENT,
+        "missing.bin",
+        f"missing.bin: no such file: {missing}",
+    )
+    assert str(pickle.loads(pickle.dumps(error))) == str(error)
 
 
 @pytest.mark.parametrize("parser", PARSERS)

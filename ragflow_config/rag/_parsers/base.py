@@ -8,7 +8,7 @@ from abc import abstractmethod
 from typing import ClassVar
 
 from ..._component import Component
-from ..._errors import ParserError
+from ..._errors import ParserFileNotFoundError
 from .._document import Section
 
 
@@ -44,6 +44,6 @@ class ParserBase(Component):
         if isinstance(file, bytes):
             return file
         if not os.path.isfile(file):
-            raise ParserError(filename, f"no such file: {file}")
+            raise ParserFileNotFoundError(filename, file)
         with open(file, "rb") as handle:
             return handle.read()
