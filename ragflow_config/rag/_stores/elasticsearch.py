@@ -42,6 +42,14 @@ _FORBIDDEN_INDEX_CHARACTERS = frozenset('\\/*?"<>| ,#:')
 _MAX_TERM_CHARACTERS = 8191
 
 
+# What to do about a record the cluster refused, by the error's type.
+_BULK_ADVICE = {
+    "cluster_block_exception": " (past the flood-stage disk watermark Elasticsearch blocks "
+    "writes: free disk space on the data nodes, and the block lifts once usage falls)",
+}
+_TOO_LARGE = 413
+
+
 class _Overloaded(Exception):
     """A retryable HTTP status (429, 502, 503, 504)."""
 
@@ -201,6 +209,8 @@ class ElasticsearchStore(VectorStoreBase):
                 if exc.meta.status in _TRANSIENT_STATUSES:
                     raise _Overloaded(_describe(exc)) from exc
                 cause = _describe(exc)
+                if exc.meta.status == _TOO_LARGE:
+                    cause += " (past the cluster's http.max_content_length: lower batch_size)"
                 if exc.meta.status == 401:
                     p = self.parameters
                     cause += f" (credentials come from {p.api_key_env}, or {p.username_env} and "
@@ -546,4 +556,5 @@ def _bulk_failure(index: str, items: list[dict[str, Any]], total: int) -> str:
     kind = error.get("type", "error") if isinstance(error, dict) else "error"
     return (
         f"{len(failures)} of {total} records were not written to {index!r}; first: {kind}: {reason}"
+        + _BULK_ADVICE.get(kind, "")
     )

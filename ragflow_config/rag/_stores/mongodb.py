@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr, field_validator
 
-from ..._errors import VectorStoreError
+from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
@@ -26,6 +26,9 @@ _MIN_CANDIDATES = 100
 _METADATA = "chunk.metadata."
 _INDEX_POLL_SECONDS = (0.5, 5.0)  # first and longest pause between readiness checks
 _INDEX_ALREADY_EXISTS = 68
+# Write errors that are the document's own: BSONObjectTooLarge (past 16 MiB),
+# KeyTooLong (an indexed value past the index key limit).
+_UNSTORABLE_CODES = frozenset({10334, 17280})
 
 
 class MongoDBStore(VectorStoreBase):
@@ -309,6 +312,7 @@ class MongoDBStore(VectorStoreBase):
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         errors = require("pymongo.errors", "mongodb")
+        bson_errors = require("bson.errors", "mongodb")
         operations = require("pymongo.operations", "mongodb")
         target = self._collection(collection)
         size = self.parameters.batch_size
@@ -320,12 +324,23 @@ class MongoDBStore(VectorStoreBase):
             ]
 
             async def write(requests: list[Any] = requests, total: int = len(batch)) -> None:
+                source = records[0].chunk.source
                 try:
                     await target.bulk_write(requests, ordered=False)
-                except errors.BulkWriteError as exc:
-                    raise VectorStoreError(
-                        self.store_name, _bulk_failure(collection, exc.details, total)
+                except bson_errors.InvalidDocument as exc:
+                    # BSON cannot hold it: a NUL in a key, or past the server's
+                    # maxBsonObjectSize (DocumentTooLarge); found while encoding.
+                    raise UnstorableDocumentError(
+                        self.store_name, f"{source}: {type(exc).__name__}: {exc}"
                     ) from exc
+                except errors.BulkWriteError as exc:
+                    cause = _bulk_failure(collection, exc.details, total)
+                    codes = {error.get("code") for error in exc.details.get("writeErrors", [])}
+                    if codes and codes <= _UNSTORABLE_CODES:
+                        raise UnstorableDocumentError(
+                            self.store_name, f"{source}: {cause}"
+                        ) from exc
+                    raise VectorStoreError(self.store_name, cause) from exc
 
             await self._call(write)
 
