@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from ragflow_config import VectorStoreError
 from ragflow_config.rag import MilvusLiteStore
+from ragflow_config.rag._stores.milvus import milvus_name
 
 from .conftest import make_record
 
@@ -46,7 +47,33 @@ def test_lite_file_names_milvus_lite_cannot_open_are_refused(uri: str, problem: 
         MilvusLiteStore(uri=uri)
 
 
-async def test_a_collection_name_milvus_refuses_is_reported(store_dir: Path) -> None:
+# Names AgentScope users write that Milvus refuses, and valid names that look like their spelling.
+AWKWARD_NAMES = ["kb-1", "kb_1", "_m_kb_2d_1", "_m_kb_1", "2024 reports", "Ärzte", "kb.1", ""]
+
+
+async def test_collection_names_milvus_refuses_are_spelled_apart(store_dir: Path) -> None:
     async with MilvusLiteStore(uri=str(store_dir / "kb.db")) as store:
-        with pytest.raises(VectorStoreError, match="invalid collection name 'my-kb'"):
-            await store.create_collection("my-kb", 2)
+        for index, name in enumerate(AWKWARD_NAMES):
+            await store.create_collection(name, 2)
+            await store.insert(name, [make_record(f"doc-{index}", 0, [1.0, 0.0])])
+        for index, name in enumerate(AWKWARD_NAMES):
+            assert await store.has_collection(name)
+            assert await store.collection_dimensions(name) == 2
+            assert [s.document_id for s in await store.list_documents(name)] == [f"doc-{index}"]
+        await store.delete_collection("kb-1")
+        assert not await store.has_collection("kb-1")
+        assert await store.has_collection("kb_1")
+
+    # The spelling is deterministic: a new store finds the same collections.
+    async with MilvusLiteStore(uri=str(store_dir / "kb.db")) as store:
+        hits = await store.search("Ärzte", [1.0, 0.0])
+        assert [hit.document_id for hit in hits] == [f"doc-{AWKWARD_NAMES.index('Ärzte')}"]
+
+
+def test_collection_name_spelling_is_injective_and_valid() -> None:
+    long_names = ["-" * 300, "-" * 301, "x" * 300]
+    spelled = [milvus_name(name) for name in [*AWKWARD_NAMES, *long_names]]
+    assert len(set(spelled)) == len(spelled)
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,254}", name) for name in spelled)
+    assert milvus_name("kb_1") == "kb_1"  # valid names stay as they were
+    assert milvus_name("kb-1") == "_m_kb_2d_1"

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field, field_validator
 
@@ -42,6 +42,7 @@ _SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
 # Milvus Lite's own rules for the database file name.
 _LITE_FILE_NAME = re.compile(r"^[A-Za-z0-9.\-_]{1,36}$")
 _COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+_ENCODED_PREFIX = "_m_"  # only names this module encodes start with it
 # A query returns at most 16384 rows; larger reads page through the primary key.
 _QUERY_PAGE = 4096
 _MAX_VARCHAR = 65535
@@ -64,6 +65,8 @@ class MilvusLiteStore(VectorStoreBase):
     JSON field, and a hash of the document id, so filters are native
     expressions in which no document id or filter value can change the syntax.
     """
+
+    requires: ClassVar[dict[str, str]] = {"pymilvus": "milvus", "milvus_lite": "milvus"}
 
     class Parameters(StoreParameters):
         uri: str = Field(
@@ -228,16 +231,12 @@ class MilvusLiteStore(VectorStoreBase):
         )
 
     async def create_collection(self, name: str, dimensions: int) -> None:
-        if not _COLLECTION_NAME.match(name):
-            raise VectorStoreError(
-                self.store_name,
-                f"invalid collection name {name!r}: use letters, digits and '_', "
-                "not starting with a digit, at most 255 characters",
-            )
         timeout = self.parameters.timeout
         if await self.has_collection(name):
             # A server may have restarted with the collection released.
-            await self._call(lambda client: client.load_collection(name, timeout=timeout))
+            await self._call(
+                lambda client: client.load_collection(milvus_name(name), timeout=timeout)
+            )
             return
         pymilvus = require("pymilvus", "milvus")
         DataType = pymilvus.DataType
@@ -258,20 +257,24 @@ class MilvusLiteStore(VectorStoreBase):
         # Passing the index makes Milvus build and load the collection.
         await self._call(
             lambda client: client.create_collection(
-                name, schema=schema, index_params=index_params, timeout=timeout
+                milvus_name(name), schema=schema, index_params=index_params, timeout=timeout
             )
         )
 
     async def delete_collection(self, name: str) -> None:
         if await self.has_collection(name):
             await self._call(
-                lambda client: client.drop_collection(name, timeout=self.parameters.timeout)
+                lambda client: client.drop_collection(
+                    milvus_name(name), timeout=self.parameters.timeout
+                )
             )
 
     async def has_collection(self, name: str) -> bool:
         return bool(
             await self._call(
-                lambda client: client.has_collection(name, timeout=self.parameters.timeout)
+                lambda client: client.has_collection(
+                    milvus_name(name), timeout=self.parameters.timeout
+                )
             )
         )
 
@@ -279,7 +282,9 @@ class MilvusLiteStore(VectorStoreBase):
         if not await self.has_collection(name):
             return None
         description = await self._call(
-            lambda client: client.describe_collection(name, timeout=self.parameters.timeout)
+            lambda client: client.describe_collection(
+                milvus_name(name), timeout=self.parameters.timeout
+            )
         )
         for field in description["fields"]:
             if field["name"] == "vector":
@@ -303,7 +308,9 @@ class MilvusLiteStore(VectorStoreBase):
 
     async def _upsert(self, collection: str, rows: list[dict[str, Any]]) -> None:
         timeout = self.parameters.timeout
-        await self._call(lambda client: client.upsert(collection, rows, timeout=timeout))
+        await self._call(
+            lambda client: client.upsert(milvus_name(collection), rows, timeout=timeout)
+        )
 
     async def delete(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
@@ -312,13 +319,17 @@ class MilvusLiteStore(VectorStoreBase):
         timeout = self.parameters.timeout
         if not _approximate(metadata_filter):
             await self._call(
-                lambda client: client.delete(collection, filter=expression, timeout=timeout)
+                lambda client: client.delete(
+                    milvus_name(collection), filter=expression, timeout=timeout
+                )
             )
             return
         rows = await self._query_all(collection, expression, ["chunk"])
         ids = [row["id"] for row in _exact(rows, metadata_filter)]
         if ids:
-            await self._call(lambda client: client.delete(collection, ids=ids, timeout=timeout))
+            await self._call(
+                lambda client: client.delete(milvus_name(collection), ids=ids, timeout=timeout)
+            )
 
     async def search(
         self,
@@ -335,7 +346,7 @@ class MilvusLiteStore(VectorStoreBase):
 
         def best(limit: int) -> Callable[[Any], Awaitable[Any]]:
             return lambda client: client.search(
-                collection,
+                milvus_name(collection),
                 data=[query_vector],
                 filter=expression,
                 limit=limit,
@@ -385,7 +396,7 @@ class MilvusLiteStore(VectorStoreBase):
         timeout = self.parameters.timeout
         return await self._call(
             lambda client: client.query(
-                collection,
+                milvus_name(collection),
                 filter=expression,
                 output_fields=fields,
                 limit=_QUERY_PAGE,
@@ -430,6 +441,29 @@ class MilvusLiteStore(VectorStoreBase):
         if document_id is not None:
             clauses.insert(0, f'document_key == "{_document_key(document_id)}"')
         return " and ".join(clauses)
+
+
+def milvus_name(name: str) -> str:
+    """The Milvus collection that holds the collection the caller calls ``name``.
+
+    A name Milvus accepts is used as it is. Any other (``kb-1``, ``2024``,
+    ``Ärzte``) is spelled reversibly with what Milvus allows: behind the
+    prefix ``_m_``, ``_`` becomes ``__`` and any other character ``_<hex code>_``
+    (``kb-1`` is ``_m_kb_2d_1``). A valid name that starts with the prefix is
+    spelled that way too, so two names never meet in one collection. A
+    spelling past Milvus's 255 characters is cut and ends in the name's
+    SHA-256. Errors and listings keep the caller's name.
+    """
+    if _COLLECTION_NAME.match(name) and not name.startswith(_ENCODED_PREFIX):
+        return name
+    spelled = _ENCODED_PREFIX + "".join(
+        char if char.isascii() and char.isalnum() else "__" if char == "_" else f"_{ord(char):x}_"
+        for char in name
+    )
+    if len(spelled) <= 255:
+        return spelled
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{spelled[: 255 - 1 - len(digest)]}_{digest}"
 
 
 def _row(record: VectorRecord) -> dict[str, Any]:
