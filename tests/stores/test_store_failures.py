@@ -86,6 +86,36 @@ async def test_a_full_disk_under_milvus_lite(full_disk: Path) -> None:
     assert f"the disk holding {full_disk} has " in failure.value.cause
 
 
+def remount_read_only(folder: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+
+
+async def test_a_local_qdrant_store_on_a_read_only_file_system(full_disk: Path) -> None:
+    path = full_disk / "qdrant"
+    async with QdrantStore(path=str(path)) as store:
+        await store.create_collection("kb", 4)
+    remount_read_only(full_disk)
+    with pytest.raises(VectorStoreError) as failure:
+        async with QdrantStore(path=str(path)) as store:
+            await store.insert("kb", bulky_records(0, count=1))
+
+    assert failure.value.cause.startswith(
+        f"cannot write {path}: it is read-only: check its permissions and that its file system "
+        "is mounted writable, or choose another path"
+    )
+
+
+async def test_milvus_lite_on_a_read_only_file_system(full_disk: Path) -> None:
+    pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (extra: milvus)")
+    from ragflow_config.rag import MilvusLiteStore
+
+    remount_read_only(full_disk)
+    with pytest.raises(VectorStoreError) as failure:
+        async with MilvusLiteStore(uri=str(full_disk / "kb.db")):
+            pass
+    assert failure.value.cause.startswith(f"cannot write {full_disk / 'kb.db'}: it is read-only")
+
+
 async def test_a_qdrant_path_that_is_a_file(tmp_path: Path) -> None:
     path = tmp_path / "store"
     path.write_text("a file where the store's folder should be")

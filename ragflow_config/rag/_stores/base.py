@@ -6,9 +6,11 @@ import asyncio
 import errno
 import logging
 import math
+import os
 import random
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -212,9 +214,22 @@ def disk_failure(
     """
     if code is None and isinstance(exc, OSError):
         code = exc.errno
+    if code != errno.ENOSPC and _mounted_read_only(path):
+        code = errno.EROFS  # SQLite, say, reports it only as "unable to open database file"
     advice = _DISK_ADVICE.get(code or 0, "check that it can be written")
     cause = " ".join(str(exc).split())
     return VectorStoreError(store, f"cannot write {path}: {advice} ({type(exc).__name__}: {cause})")
+
+
+def _mounted_read_only(path: str) -> bool:
+    """Whether the file system holding ``path`` (or its nearest existing parent) is read-only."""
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def flatten_filter(metadata_filter: dict[str, Any] | None) -> list[FilterPair]:
