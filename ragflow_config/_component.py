@@ -65,6 +65,11 @@ class Component:
 
     Parameters: ClassVar[type[ComponentParameters]] = ComponentParameters
     parameters: ComponentParameters
+    #: Modules the component imports on first use, each with the extra that
+    #: installs it. Validation reports every one that is missing before a run
+    #: writes anything; a runner's parser processes import a parser's once,
+    #: up front, in the server they are forked from.
+    requires: ClassVar[dict[str, str]] = {}
 
     def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
         if parameters is not None and options:

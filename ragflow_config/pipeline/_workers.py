@@ -65,7 +65,7 @@ class ParserProcesses:
                 for plan in plans
                 for component in (*plan.parsers, plan.chunker, plan.knowledge_base.embedding_model)
             }
-            libraries = {name for plan in plans for parser in plan.parsers for name in parser.libraries}
+            libraries = {name for plan in plans for parser in plan.parsers for name in parser.requires}
             context.set_forkserver_preload([__name__, *sorted(components | libraries)])
         self._context = context
         self._workers = workers

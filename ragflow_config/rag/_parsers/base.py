@@ -21,10 +21,6 @@ class ParserBase(Component):
     """
 
     supported_media_types: ClassVar[list[str]] = []
-    #: Modules the parser imports on first use; a runner's parser processes
-    #: import them once, up front, in the server they are forked from (one that is
-    #: not installed is skipped there, and reported when the parser runs).
-    libraries: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def supported_extensions(cls) -> list[str]:

@@ -39,6 +39,13 @@ _RUN_TEXT = {
     f"{_W}noBreakHyphen": "-",
 }
 _HEADING_STYLE = re.compile(r"heading ([1-9])")
+# What makes a paragraph without text more than an empty line.
+_NOT_BLANK = (
+    f"{_W}drawing",
+    f"{_W}pict",
+    f"{_W}object",
+    "{http://schemas.openxmlformats.org/officeDocument/2006/math}oMath",
+)
 
 
 class WordParser(ParserBase):
@@ -47,10 +54,11 @@ class WordParser(ParserBase):
     Paragraphs, and tables unless ``separate_table``, are collected into one
     text section until an image (with ``include_image``) or a separated table
     interrupts them; the text sections have ``metadata={}``. Blocks are joined
-    with a blank line::
+    with ``\\n``, as in AgentScope; a paragraph Word shows as an empty line
+    (no text, picture, object or equation) is kept as one, except at the start
+    and end of a section::
 
         # Annual report
-
         Revenue grew.\tSee the table.
         A second line after a line break.
 
@@ -73,7 +81,7 @@ class WordParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [DOCX]
-    libraries: ClassVar[tuple[str, ...]] = ("docx",)
+    requires: ClassVar[dict[str, str]] = {"docx": "rag"}
 
     class Parameters(ComponentParameters):
         include_image: bool = Field(
@@ -129,6 +137,8 @@ class _DocumentReader:
             text = "#" * level + " " + " ".join(text.split())
         if text:
             self.blocks.append(text)
+        elif self.blocks and not any(True for _ in paragraph.iter(*_NOT_BLANK)):
+            self.blocks.append("")  # an empty line in Word; dropped if nothing follows
         self._images(paragraph)
 
     def _table(self, table: Any) -> None:
@@ -186,8 +196,10 @@ class _DocumentReader:
             )
 
     def _flush(self) -> None:
+        while self.blocks and not self.blocks[-1]:
+            self.blocks.pop()
         if self.blocks:
-            text = "\n\n".join(self.blocks)
+            text = "\n".join(self.blocks)
             self.sections.append(Section(content=TextBlock(text=text), source=self.filename))
             self.blocks = []
 

@@ -66,7 +66,7 @@ class ExcelParser(ParserBase):
 
     ``separate_sheet`` gives one text section per sheet with
     ``metadata={"sheet": name}``. Otherwise consecutive sheets share one text
-    section, their blocks joined with a blank line, with
+    section, their blocks joined with ``\\n``, with
     ``metadata={"sheets": [names]}``.
 
     ``include_image`` (.xlsx only; ignored for .xls) emits each picture as
@@ -79,7 +79,7 @@ class ExcelParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [XLSX, XLS]
-    libraries: ClassVar[tuple[str, ...]] = ("openpyxl", "xlrd")
+    requires: ClassVar[dict[str, str]] = {"openpyxl": "rag", "xlrd": "rag"}
 
     class Parameters(ComponentParameters):
         include_sheet_names: bool = Field(
@@ -128,7 +128,7 @@ class ExcelParser(ParserBase):
 
         def flush_merged() -> None:
             if merged_texts:
-                text = "\n\n".join(merged_texts)
+                text = "\n".join(merged_texts)
                 metadata = {"sheets": list(merged_names)}
                 sections.append(
                     Section(content=TextBlock(text=text), source=filename, metadata=metadata)

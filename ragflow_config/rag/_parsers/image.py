@@ -33,7 +33,7 @@ class ImageParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = list(_PILLOW_FORMATS)
-    libraries: ClassVar[tuple[str, ...]] = ("PIL.Image",)
+    requires: ClassVar[dict[str, str]] = {"PIL.Image": "rag"}
 
     @classmethod
     def supported_extensions(cls) -> list[str]:

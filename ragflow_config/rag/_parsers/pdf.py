@@ -57,7 +57,7 @@ class PDFParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = ["application/pdf"]
-    libraries: ClassVar[tuple[str, ...]] = ("pdfplumber",)
+    requires: ClassVar[dict[str, str]] = {"pdfplumber": "rag"}
 
     class Parameters(ComponentParameters):
         table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
@@ -125,7 +125,8 @@ class PDFParser(ParserBase):
             lines.append(line["text"])
         blocks.append("\n".join(lines))
         blocks.extend(text for _, text in pending)
-        return "\n\n".join(block for block in blocks if block)
+        # Paragraphs and tables apart by one blank line; a page ends without a newline.
+        return "\n\n".join(block.rstrip("\n") for block in blocks if block)
 
     def _tables(self, page: Any) -> list[tuple[BBox, str]]:
         """Each table's box and rendering."""

@@ -30,13 +30,12 @@ class PPTParser(ParserBase):
     The shapes of a slide are read in the slide's order, descending into groups
     so grouped text is kept. Each text frame becomes one block (its non-blank
     paragraphs joined with ``\\n``), each table one block in ``table_format``
-    (see ``_tables``). A slide's blocks are joined with a blank line and wrapped
+    (see ``_tables``). A slide's blocks are joined with ``\\n`` and wrapped
     in ``slide_prefix`` / ``slide_suffix`` (``{index}`` is the slide number from
     1), one per line::
 
         <slide index=2>
         Quarterly numbers
-
         | Region | Q1 |
         | --- | --- |
         | North | 120 |
@@ -58,7 +57,7 @@ class PPTParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = [PPTX]
-    libraries: ClassVar[tuple[str, ...]] = ("pptx",)
+    requires: ClassVar[dict[str, str]] = {"pptx": "rag"}
 
     class Parameters(ComponentParameters):
         include_image: bool = Field(
@@ -115,7 +114,7 @@ class PPTParser(ParserBase):
 
         def flush() -> None:
             if blocks:
-                text = self._wrap("\n\n".join(blocks), number)
+                text = self._wrap("\n".join(blocks), number)
                 sections.append(
                     Section(
                         content=TextBlock(text=text), source=filename, metadata={"slide": number}

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from http import HTTPStatus
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, field_validator
 
@@ -71,6 +71,8 @@ class ElasticsearchStore(VectorStoreBase):
     ``username_env`` and ``password_env``. Requires an Elasticsearch server
     whose major version matches the client's.
     """
+
+    requires: ClassVar[dict[str, str]] = {"elasticsearch": "elasticsearch"}
 
     class Parameters(StoreParameters):
         hosts: str | list[str] = Field(

@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, SecretStr, field_validator
 
@@ -46,6 +46,8 @@ class MongoDBStore(VectorStoreBase):
     a collection's readiness is checked once per open store, not per search.
     With ``distance: dot`` MongoDB expects unit-length vectors.
     """
+
+    requires: ClassVar[dict[str, str]] = {"pymongo": "mongodb"}
 
     class Parameters(StoreParameters):
         database: str = Field(description="Database holding one collection per knowledge base.")

@@ -9,7 +9,7 @@ import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -50,6 +50,8 @@ class QdrantStore(VectorStoreBase):
     Points carry ``{"document_id", "chunk"}``; ``metadata_filter`` becomes a
     payload filter on ``chunk.metadata.<key>``.
     """
+
+    requires: ClassVar[dict[str, str]] = {"qdrant_client": "qdrant"}
 
     class Parameters(StoreParameters):
         location: Literal[":memory:"] | None = Field(
