@@ -17,16 +17,17 @@ STAFF = (
     "| --- | --- | --- | --- |\n"
     "| Name | Age | Joined | Active |\n"
     "| Alice | 25 | 2021-03-01 | TRUE |\n"
-    "| Björn | 31.5 | 2019-11-20 08:30:00 | FALSE |"
+    "| Björn | 31.5 | 2019-11-20 08:30:00 | FALSE |\n"
 )
-NOTES = "Sheet: Notes\n| Note |\n| --- |\n| Pipes \\| and<br>new lines |"
+NOTES = "Sheet: Notes\n| Note |\n| --- |\n| Pipes \\| and<br>new lines |\n"
 
 
 async def test_sheets_merge_into_one_section_by_default(xlsx_bytes: bytes) -> None:
     sections = await ExcelParser().parse(xlsx_bytes, "staff.xlsx")
 
     assert len(sections) == 1
-    assert text_of(sections[0]) == STAFF + "\n\n" + NOTES
+    # One newline between sheets, after the table's own, as in AgentScope.
+    assert text_of(sections[0]) == STAFF + "\n" + NOTES
     assert sections[0].metadata == {"sheets": ["Staff", "Notes"]}  # the blank sheet gives nothing
     assert sections[0].source == "staff.xlsx"
 
@@ -51,7 +52,7 @@ async def test_cell_coordinates_name_the_real_cells(xlsx_bytes: bytes) -> None:
         "| --- | --- | --- | --- |\n"
         "| [A2] Name | [B2] Age | [C2] Joined | [E2] Active |\n"
         "| [A3] Alice | [B3] 25 | [C3] 2021-03-01 | [E3] TRUE |\n"
-        "| [A5] Björn | [B5] 31.5 | [C5] 2019-11-20 08:30:00 | [E5] FALSE |"
+        "| [A5] Björn | [B5] 31.5 | [C5] 2019-11-20 08:30:00 | [E5] FALSE |\n"
     )
 
 
@@ -106,7 +107,7 @@ async def test_legacy_xls() -> None:
             "Sheet: Notes\n"
             "| Note |\n"
             "| --- |\n"
-            "| Überstunden werden quartalsweise abgerechnet. |",
+            "| Überstunden werden quartalsweise abgerechnet. |\n",
             {"sheets": ["Staff", "Notes"]},
         )
     ]

@@ -12,7 +12,7 @@ from ragflow_config.rag import PPTParser, Section
 
 from .conftest import bytes_of, image_bytes, text_of, texts
 
-TABLE = "| Region | Q1 |\n| --- | --- |\n| North | 120 |"
+TABLE = "| Region | Q1 |\n| --- | --- |\n| North | 120 |\n"  # a table's lines all end in \\n
 
 
 def texts_and_metadata(sections: list[Section]) -> list[tuple[str, dict[str, Any]]]:
@@ -32,11 +32,10 @@ async def test_slides_in_order_with_pictures_between_wrapped_text(pptx_bytes: by
     sections = await PPTParser().parse(pptx_bytes, "deck.pptx")
 
     assert texts_and_metadata(sections) == [
-        (f"<slide index=1>\nQuarterly numbers\n\n{TABLE}\n</slide>", {"slide": 1}),
+        (f"<slide index=1>\nQuarterly numbers\n{TABLE}\n</slide>", {"slide": 1}),
         ("image/png", {"slide": 1, "media_type": "image/png"}),
         (
-            "<slide index=1>\nAfter the picture\nsecond line\n\nGrouped one\n\nGrouped two\n"
-            "</slide>",
+            "<slide index=1>\nAfter the picture\nsecond line\nGrouped one\nGrouped two\n</slide>",
             {"slide": 1},
         ),
         # Slide 2 is empty and slide 3 holds only a picture: no wrapper-only sections.
@@ -61,8 +60,8 @@ async def test_notes_custom_prefix_and_no_pictures(pptx_bytes: bytes) -> None:
 
     assert texts_and_metadata(sections) == [
         (
-            f"## Slide 1\nQuarterly numbers\n\n{TABLE}\n\nAfter the picture\nsecond line\n\n"
-            "Grouped one\n\nGrouped two\n\nSpeaker notes:\nMention the north first.",
+            f"## Slide 1\nQuarterly numbers\n{TABLE}\nAfter the picture\nsecond line\n"
+            "Grouped one\nGrouped two\nSpeaker notes:\nMention the north first.",
             {"slide": 1},
         )
     ]
@@ -75,7 +74,7 @@ async def test_separate_tables_get_their_own_wrapped_sections(pptx_bytes: bytes)
     assert texts(sections) == [
         "<slide index=1>\nQuarterly numbers\n</s1>",
         f"<slide index=1>\n{TABLE}\n</s1>",
-        "<slide index=1>\nAfter the picture\nsecond line\n\nGrouped one\n\nGrouped two\n</s1>",
+        "<slide index=1>\nAfter the picture\nsecond line\nGrouped one\nGrouped two\n</s1>",
     ]
 
 
@@ -83,8 +82,8 @@ async def test_json_tables(pptx_bytes: bytes) -> None:
     parser = PPTParser(table_format="json", include_image=False, slide_prefix=None, slide_suffix="")
     sections = await parser.parse(pptx_bytes, "deck.pptx")
     assert text_of(sections[0]).startswith(
-        "Quarterly numbers\n\n<system-info>A table loaded as a JSON array:</system-info>\n"
-        '[["Region", "Q1"], ["North", "120"]]\n\n'
+        "Quarterly numbers\n<system-info>A table loaded as a JSON array:</system-info>\n"
+        '[["Region", "Q1"], ["North", "120"]]\nAfter the picture'
     )
 
 

@@ -8,16 +8,17 @@ from ragflow_config.rag._parsers._tables import JSON_MARKER, render_table
 
 
 def test_markdown_escapes_pipes_backslashes_and_line_breaks() -> None:
+    # Every line ends with a newline, the last one too, as in AgentScope.
     rows = [["Name", "Note"], ["a|b", "c\\d\r\ne"]]
     assert render_table(rows, "markdown") == (
-        "| Name | Note |\n| --- | --- |\n| a\\|b | c\\\\d<br>e |"
+        "| Name | Note |\n| --- | --- |\n| a\\|b | c\\\\d<br>e |\n"
     )
 
 
 def test_empty_rows_and_columns_are_dropped_and_short_rows_padded() -> None:
     rows = [["", "", ""], ["h1", "", "h3"], ["x"], ["", " ", ""], ["y", "", "z", "extra"]]
     assert render_table(rows, "markdown") == (
-        "| h1 | h3 |  |\n| --- | --- | --- |\n| x |  |  |\n| y | z | extra |"
+        "| h1 | h3 |  |\n| --- | --- | --- |\n| x |  |  |\n| y | z | extra |\n"
     )
 
 
@@ -38,7 +39,7 @@ def test_coordinates_label_non_empty_cells_after_trimming() -> None:
     rows = [["Name", "", "Age"], ["", "", ""], ["Ann", "", ""]]
     coordinates = [["A1", "B1", "C1"], ["A2", "B2", "C2"], ["A3", "B3", "C3"]]
     assert render_table(rows, "markdown", coordinates) == (
-        "| [A1] Name | [C1] Age |\n| --- | --- |\n| [A3] Ann |  |"
+        "| [A1] Name | [C1] Age |\n| --- | --- |\n| [A3] Ann |  |\n"
     )
     body = render_table(rows, "json", coordinates).split("\n", 1)[1]
     assert json.loads(body) == [{"A1": "Name", "C1": "Age"}, {"A3": "Ann"}]

@@ -13,7 +13,8 @@ Markdown (the first row is the header)::
     | North | 120 |
 
 Backslashes are doubled, ``|`` becomes ``\\|`` and a line break inside a cell
-becomes ``<br>``. There is no trailing newline.
+becomes ``<br>``. Every line ends with a newline, the last one too, as in
+AgentScope; a table followed by more text is therefore followed by a blank line.
 
 JSON: a marker line, then the whole table as ONE JSON array of row arrays on one
 line (non-ASCII kept), so the text after the marker always parses::
@@ -91,7 +92,8 @@ def _markdown(table: list[list[str]], labels: list[list[str]] | None) -> str:
         return "| " + " | ".join(cells) + " |"
 
     separator = "| " + " | ".join("---" for _ in table[0]) + " |"
-    return "\n".join([line(0), separator, *(line(index) for index in range(1, len(table)))])
+    lines = [line(0), separator, *(line(index) for index in range(1, len(table)))]
+    return "".join(f"{text}\n" for text in lines)
 
 
 def _escape(cell: str) -> str:
