@@ -23,12 +23,21 @@ queries:
 """
 
 
-def project(tmp_path: Path, name: str, chunk_size: int, recall: float) -> Path:
+def project(
+    tmp_path: Path,
+    name: str,
+    chunk_size: int,
+    recall: float,
+    *,
+    documents: dict[str, str] = DOCUMENTS,
+    queries: str = QUERIES,
+    exclude: tuple[str, ...] = (),
+) -> Path:
     corpus = tmp_path / "corpus"
     corpus.mkdir(exist_ok=True)
-    for file, text in DOCUMENTS.items():
+    for file, text in documents.items():
         (corpus / file).write_text(text, encoding="utf-8")
-    (tmp_path / "queries.yaml").write_text(QUERIES, encoding="utf-8")
+    (tmp_path / "queries.yaml").write_text(queries, encoding="utf-8")
     path = tmp_path / f"{name}.yaml"
     path.write_text(
         textwrap.dedent(f"""\
@@ -39,7 +48,7 @@ def project(tmp_path: Path, name: str, chunk_size: int, recall: float) -> Path:
           model: {{type: hashing, parameters: {{dimensions: 256}}}}
         knowledge_bases:
           - name: notes
-            sources: [{{path: corpus}}]
+            sources: [{{path: corpus, exclude: {list(exclude)}}}]
             chunker: {{type: approx_token, parameters: {{chunk_size: {chunk_size}, overlap: 0}}}}
             embedding: model
             vector_store: store
@@ -102,3 +111,45 @@ def test_two_pipelines_are_compared_side_by_side(
     out = capsys.readouterr().out
     header = out.splitlines()[1].split()
     assert header == ["metric", str(left), str(right), "difference"]
+
+
+# Hashing embeddings are lexical: a query ranks first the file holding all its
+# words, then a file sharing some of them, so the rankings below are known.
+SHARED_WORDS = {
+    "cats.md": "cats sleep all day",
+    "dogs.md": "dogs bark at night",
+    "tea.md": "green tea at night",
+}
+TWO_RELEVANT = """\
+queries:
+  - {id: q1, query: cats sleep, relevant: [cats.md]}
+  - {id: q2, query: dogs bark at night, relevant: [dogs.md, tea.md]}
+  - {id: q3, query: green tea, relevant: [{source: tea.md, grade: 2}]}
+"""
+
+
+def test_a_comparison_reports_each_metric_of_both_pipelines_and_their_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = {"documents": SHARED_WORDS, "queries": TWO_RELEVANT}
+    whole = project(tmp_path, "whole", 64, recall=0.5, **corpus)
+    no_tea = project(tmp_path, "no-tea", 64, recall=0.5, exclude=("tea.md",), **corpus)
+    for path in (whole, no_tea):
+        assert main(["run", str(path), "--workers", "0"]) == 0
+    capsys.readouterr()
+
+    assert main(["eval", str(whole), str(no_tea)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == "3 queries, k = 2"
+    assert lines[1].split() == ["metric", str(whole), str(no_tea), "difference"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    # whole, k = 2: q1 [cats, -], q2 [dogs, tea], q3 [tea, -]: all found at rank 1.
+    # no-tea: q1 [cats, -]; q2 [dogs, cats]: half its relevant files; q3 nothing relevant.
+    # ndcg of q2 without tea: (1/log2 2) / (1/log2 2 + 1/log2 3) = 0.6131.
+    assert rows == {
+        "recall@2": ["1.0000", "0.5000", "-0.5000"],  # (1 + 1/2 + 0) / 3
+        "precision@2": ["0.6667", "0.3333", "-0.3333"],  # (1/2 + 2/2 + 1/2) / 3, (1/2 + 1/2) / 3
+        "mrr@2": ["1.0000", "0.6667", "-0.3333"],
+        "ndcg@2": ["1.0000", "0.5377", "-0.4623"],  # (1 + 0.6131 + 0) / 3
+        "hit_rate@2": ["1.0000", "0.6667", "-0.3333"],
+    }
