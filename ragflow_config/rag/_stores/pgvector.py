@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -59,6 +59,32 @@ class PgVectorStore(VectorStoreBase):
         batch_size: int = Field(default=256, ge=1, description="Rows per insert round trip.")
         timeout: float = Field(
             default=30.0, gt=0, description="Seconds to connect, and per statement."
+        )
+        ef_search: int = Field(
+            default=200,
+            ge=1,
+            le=_MAX_EF_SEARCH,
+            description="Candidates an HNSW search keeps (hnsw.ef_search, at least top_k); a "
+            "search also collects this many rows that pass its metadata_filter before keeping "
+            "the best top_k. Higher finds more of the exact nearest neighbours, at more time per "
+            "search; pgvector's own default is 40.",
+        )
+        iterative_scan: Literal["relaxed_order", "strict_order", "off"] = Field(
+            default="relaxed_order",
+            description="When a metadata_filter drops candidates, keep scanning the index "
+            "(hnsw.iterative_scan, pgvector 0.8 or later). relaxed_order finds more; its "
+            "rows are re-sorted exactly here.",
+        )
+        max_scan_tuples: int = Field(
+            default=20_000,
+            ge=1,
+            description="Index entries an iterative scan visits at most (hnsw.max_scan_tuples). "
+            "A search that finds fewer than top_k rows within it is answered exactly instead.",
+        )
+        exact: bool = Field(
+            default=False,
+            description="Search without the HNSW index: compare the query with every row the "
+            "filter lets through. Always the exact answer; time grows with the table.",
         )
 
     parameters: Parameters
@@ -352,32 +378,39 @@ class PgVectorStore(VectorStoreBase):
         from psycopg import sql
 
         operator, _, score = _METRICS[self.parameters.distance]
-        distance = sql.SQL("embedding {} %(query)s").format(sql.SQL(operator))
         where, params = _where(metadata_filter)
+        # The index yields rows roughly nearest first (a relaxed iterative scan
+        # only roughly): take ef_search of those the filter lets through, then
+        # the best top_k of them by exact distance. "+ 0" keeps the planner
+        # from taking the candidates' order as already sorted.
         statement = sql.SQL(
-            "SELECT document_id, chunk, ({})::float8 FROM {} WHERE {} ORDER BY {} LIMIT %(top_k)s"
-        ).format(sql.SQL(score).format(distance), self._table(collection), where, distance)
-        params.update(query=Vector(query_vector), top_k=top_k)
+            "WITH candidates AS MATERIALIZED ("
+            " SELECT document_id, chunk, embedding {} %(query)s AS distance"
+            " FROM {} WHERE {} ORDER BY distance LIMIT %(candidates)s)"
+            " SELECT document_id, chunk, ({})::float8 FROM candidates"
+            " ORDER BY distance + 0 LIMIT %(top_k)s"
+        ).format(
+            sql.SQL(operator),
+            self._table(collection),
+            where,
+            sql.SQL(score).format(sql.Identifier("distance")),
+        )
+        ef_search = min(max(top_k, self.parameters.ef_search), _MAX_EF_SEARCH)
+        params.update(query=Vector(query_vector), top_k=top_k, candidates=max(ef_search, top_k))
 
         async def run(connection: Any) -> list[Any]:
             async with connection.transaction():
-                # HNSW returns at most ef_search rows and filters after the scan;
-                # an iterative scan keeps going until the filter lets top_k through.
-                await connection.execute(
-                    "SELECT set_config('hnsw.ef_search', %s, true)",
-                    (str(min(max(top_k, 40), _MAX_EF_SEARCH)),),
-                )
-                if self._iterative_scan:
-                    await connection.execute(
-                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"
-                    )
-                cursor = await connection.execute(statement, params)
+                await self._scan_settings(connection, ef_search)
+                # Never prepared: a prepared statement may get a generic plan, made
+                # without the query vector, that uses the index where the first
+                # calls did not, or the other way round.
+                cursor = await connection.execute(statement, params, prepare=False)
                 rows = await cursor.fetchall()
                 if len(rows) < top_k:
                     # Fewer than asked: either that is all there is, or the index
                     # scan gave up. An exact scan settles it.
                     await connection.execute("SELECT set_config('enable_indexscan', 'off', true)")
-                    cursor = await connection.execute(statement, params)
+                    cursor = await connection.execute(statement, params, prepare=False)
                     rows = await cursor.fetchall()
                 return rows
 
@@ -390,9 +423,20 @@ class PgVectorStore(VectorStoreBase):
             )
             for document_id, chunk, row_score in rows
         ]
-        # relaxed_order may return near-ties slightly out of order.
-        results.sort(key=lambda result: result.score, reverse=True)
         return results
+
+    async def _scan_settings(self, connection: Any, ef_search: int) -> None:
+        """Set this transaction's search settings (``SET LOCAL``: the connection keeps none)."""
+        settings = {"hnsw.ef_search": str(ef_search)}
+        if self._iterative_scan:
+            settings["hnsw.iterative_scan"] = self.parameters.iterative_scan
+            settings["hnsw.max_scan_tuples"] = str(self.parameters.max_scan_tuples)
+        if self.parameters.exact:
+            settings["enable_indexscan"] = "off"
+        await connection.execute(
+            "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)),
+            [part for setting in settings.items() for part in setting],
+        )
 
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
