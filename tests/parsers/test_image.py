@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from ragflow_config.message import DataBlock
@@ -30,13 +32,29 @@ async def test_the_whole_image_is_one_data_section(image_format: str, media_type
     assert block.media_type == media_type
     assert bytes_of(sections[0]) == data
     assert block.name == "picture"
-    assert sections[0].metadata == {"media_type": media_type, "width": 30, "height": 20}
+    assert sections[0].metadata == {"media_type": media_type}
     assert sections[0].source == "picture"
 
 
 async def test_the_media_type_comes_from_the_bytes_not_the_name() -> None:
     sections = await ImageParser().parse(image_bytes("JPEG"), "photo.png")
     assert sections[0].metadata["media_type"] == "image/jpeg"
+
+
+async def test_a_png_whose_pixels_decode_despite_a_bad_checksum_is_kept() -> None:
+    # The widely copied 1x1 PNG: its IDAT checksum is wrong, every viewer shows it.
+    pixel = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNgAAIAAAUAAarVyFEAAAAASUVORK5CYII="
+    )
+    [section] = await ImageParser().parse(pixel, "pixel.png")
+    assert bytes_of(section) == pixel
+    assert section.metadata == {"media_type": "image/png"}
+
+
+async def test_a_png_cut_inside_its_pixels_is_a_parser_error() -> None:
+    data = image_bytes("PNG", size=(64, 64))
+    with pytest.raises(ParserError, match=r"^cut\.png: damaged image/png file"):
+        await ImageParser().parse(data[: len(data) // 2], "cut.png")
 
 
 async def test_a_truncated_jpeg_is_a_parser_error() -> None:

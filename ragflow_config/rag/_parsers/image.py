@@ -26,10 +26,13 @@ class ImageParser(ParserBase):
     """PNG, JPEG, GIF, BMP and WebP images: one section holding the whole image.
 
     The section is ``DataBlock.from_bytes(data, media_type, name=filename)`` with
-    ``metadata={"media_type": ..., "width": ..., "height": ...}`` (pixels). The
-    media type comes from the file's bytes, never from its name, and Pillow must
-    fully decode the image in that format. Anything else — another format, a
-    truncated or corrupt file — raises :class:`ParserError`. No OCR, no captions.
+    ``metadata={"media_type": ...}``, as in AgentScope. The media type comes from
+    the file's bytes, never from its name, and Pillow must decode every pixel of
+    the image in that format. A chunk checksum that does not match is no reason
+    to refuse an image that decodes (viewers show it; AgentScope passes it on).
+    Anything else — another format, a truncated or undecodable file — raises
+    :class:`ParserError` (AgentScope passes it on, to fail at the embedding
+    service). No OCR, no captions.
     """
 
     supported_media_types: ClassVar[list[str]] = list(_PILLOW_FORMATS)
@@ -47,19 +50,16 @@ class ImageParser(ParserBase):
         image_module = require("PIL.Image", "rag")
         formats = [_PILLOW_FORMATS[media_type]]
         try:
-            # verify() checks the structure (PNG checksums); only load() notices
-            # truncated pixel data in the other formats, and each needs a fresh open.
-            with image_module.open(io.BytesIO(data), formats=formats) as image:
-                image.verify()
+            # load() decodes every pixel, so it notices truncated or corrupt data;
+            # unlike verify() it does not refuse a PNG for a checksum alone.
             with image_module.open(io.BytesIO(data), formats=formats) as image:
                 image.load()
-                width, height = image.size
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, ...
             raise damaged(filename, media_type, exc) from exc
         return [
             Section(
                 content=DataBlock.from_bytes(data, media_type, name=filename),
                 source=filename,
-                metadata={"media_type": media_type, "width": width, "height": height},
+                metadata={"media_type": media_type},
             )
         ]
