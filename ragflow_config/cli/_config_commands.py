@@ -10,7 +10,7 @@ from .._errors import ConfigIssue
 from ..pipeline import default_registry
 from ..pipeline._registry import KINDS
 from ..pipeline._schema import stale_schemas, write_schemas
-from ..pipeline._validate import check_file
+from ..pipeline._validate import check_file, source_issues
 from ._output import EXIT_ERROR, EXIT_OK, print_json
 from ._parser import Commands
 
@@ -35,7 +35,8 @@ def register(commands: Commands) -> None:
 def _validate(args: argparse.Namespace) -> int:
     issues: list[ConfigIssue] = []
     for file in args.files:
-        issues += check_file(file)[1]
+        loaded, found = check_file(file)
+        issues += found if loaded is None else source_issues(loaded)
     if args.json:
         print_json([issue.as_dict() for issue in issues])
     else:

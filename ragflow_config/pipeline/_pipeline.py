@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from .._errors import ConfigError
 from ._build import BuiltPipeline, build
 from ._registry import Registry, default_registry
 from ._run import RunOptions, RunReport, run
 from ._spec import PipelineSpec
-from ._validate import LoadedPipeline, load_pipeline
+from ._validate import LoadedPipeline, load_pipeline, source_issues
 
 
 class Pipeline:
@@ -65,6 +66,13 @@ class Pipeline:
     async def run(
         self, knowledge_bases: list[str] | None = None, options: RunOptions | None = None
     ) -> RunReport:
-        """Index the sources: only what changed since the last run."""
+        """Index the sources: only what changed since the last run.
+
+        A missing source folder, or a pattern that cannot match, raises
+        ``ConfigError`` with its place in the file before anything is written.
+        """
+        issues = source_issues(self._loaded, require_files=False, only=knowledge_bases)
+        if issues:
+            raise ConfigError(issues)
         async with self.build(knowledge_bases) as built:
             return await run(built, knowledge_bases, options or RunOptions())

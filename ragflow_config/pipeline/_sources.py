@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import pathspec
+
 from .._errors import RagflowError
 from ._spec import KnowledgeBaseSpec, SourceSpec
 
@@ -66,31 +68,39 @@ def content_hash(data: bytes) -> str:
 
 
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """``**/`` spans folders, ``*`` and ``?`` stay within one path segment."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+def _pattern_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def matches(relative: str, patterns: list[str]) -> bool:
-    return any(_glob_regex(pattern).match(relative) for pattern in patterns)
+    """Whether ``relative`` (a POSIX path) matches ``patterns``, as in a ``.gitignore``.
+
+    ``*.md`` matches at any depth; a pattern with a ``/`` is anchored to the
+    source folder; ``**`` spans folders; ``[1-4]`` is a character class; a
+    leading ``!`` takes matched files back out.
+    """
+    return _pattern_spec(tuple(patterns)).match_file(relative)
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """What is wrong with an include or exclude pattern that would silently match nothing."""
+    if re.search(r"\{[^{}]*,[^{}]*\}", pattern):
+        return (
+            f"{pattern!r}: braces are not pattern syntax here (patterns are gitignore-style); "
+            "list each alternative as a pattern of its own"
+        )
+    return None
+
+
+def has_files(source: SourceSpec, root: Path, confined_to: Path | None) -> bool:
+    """Whether any file under ``root`` matches the source's patterns (stops at the first)."""
+    return any(
+        _selected(source, path.relative_to(root).as_posix()) for path in _walk(root, confined_to)
+    )
+
+
+def _selected(source: SourceSpec, relative: str) -> bool:
+    return matches(relative, source.include) and not matches(relative, source.exclude)
 
 
 def allowed_root(folder: Path) -> Path:
@@ -137,7 +147,7 @@ def discover(kb: KnowledgeBaseSpec, folder: Path) -> Iterator[SourceFile]:
             raise FileNotFoundError(f"source folder {source.path!r} ({root}) does not exist")
         for absolute in _walk(root, confined_to):
             relative = absolute.relative_to(root).as_posix()
-            if matches(relative, source.include) and not matches(relative, source.exclude):
+            if _selected(source, relative):
                 yield SourceFile(source, absolute, relative, confined_to)
 
 

@@ -21,7 +21,7 @@ from .._errors import ConfigError, ConfigIssue, format_path
 from .._extras import install_line, missing
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
-from ._sources import source_escape
+from ._sources import allowed_root, has_files, pattern_problem, source_escape
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
 
@@ -391,6 +391,46 @@ def _source_issues(data: dict[str, Any], locations: Locations, folder: Path) -> 
             if problem:
                 where: JsonPath = ("knowledge_bases", i, "sources", j, "path")
                 issues.append(locations.issue(where, problem))
+    return issues
+
+
+def source_issues(
+    loaded: LoadedPipeline, *, require_files: bool = True, only: list[str] | None = None
+) -> list[ConfigIssue]:
+    """Sources as they are on disk: a missing folder, a pattern that cannot match, no files.
+
+    Apart from :func:`check_file`, which a machine without the sources (one
+    that only searches or serves) must pass too. ``validate`` asks for all;
+    a run for the first two, before it writes anything.
+    """
+    issues = []
+    for i, kb in enumerate(loaded.spec.knowledge_bases):
+        if only is not None and kb.name not in only:
+            continue
+        for j, source in enumerate(kb.sources):
+            where: JsonPath = ("knowledge_bases", i, "sources", j)
+            for key in ("include", "exclude"):
+                for k, pattern in enumerate(getattr(source, key)):
+                    if problem := pattern_problem(pattern):
+                        issues.append(loaded.locations.issue((*where, key, k), problem))
+            root = (loaded.folder / source.path).resolve()
+            if not root.is_dir():
+                issues.append(
+                    loaded.locations.issue(
+                        (*where, "path"), f"source folder {source.path!r} ({root}) does not exist"
+                    )
+                )
+            elif require_files and not has_files(
+                source, root, None if source.allow_outside else allowed_root(loaded.folder)
+            ):
+                issues.append(
+                    loaded.locations.issue(
+                        (*where, "include"),
+                        f"no file in {source.path!r} matches include {source.include}"
+                        + (f" and not exclude {source.exclude}" if source.exclude else "")
+                        + " (patterns are gitignore-style: `*.md` matches at any depth)",
+                    )
+                )
     return issues
 
 
