@@ -68,17 +68,20 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        return (
-            None,
-            locations,
-            [ConfigIssue(display_name, line, column, "", f"YAML syntax: {_syntax_message(exc)}")],
-        )
+        message = f"YAML syntax: {_syntax_message(exc)}"
+        if mark and _UNQUOTED_REFERENCE.search(text.splitlines()[mark.line]):
+            # Inside `{...}`, a `{` opens a mapping: ${VAR} there must be quoted.
+            message += '; quote a ${VAR} inside a {...} mapping: path: "${VAR}"'
+        return None, locations, [ConfigIssue(display_name, line, column, "", message)]
     except YAMLError as exc:
         return None, locations, [ConfigIssue(display_name, 1, 1, "", f"YAML syntax: {exc}")]
     locations.values[()] = (1, 1)
     issues: list[ConfigIssue] = []
     data = _plain(document, (), locations, issues)
     return data, locations, issues
+
+
+_UNQUOTED_REFERENCE = re.compile(r"""(?<!["'$])\$\{""")
 
 
 def _syntax_message(exc: MarkedYAMLError) -> str:

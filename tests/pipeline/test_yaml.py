@@ -61,6 +61,18 @@ def test_a_file_that_is_not_utf8_is_an_issue(check: Check, tmp_path: Path) -> No
     assert "latin1.yaml:1:1: not UTF-8 text" in issue
 
 
+def test_an_unquoted_reference_in_a_flow_mapping_gets_a_hint_to_quote_it(
+    check: Check, tmp_path: Path
+) -> None:
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "version: 1\nvector_stores:\n  s: {type: qdrant, parameters: {path: ${STORE}}}\n"
+    )
+    [issue] = check(str(path))
+    assert "flow.yaml:3:41: YAML syntax: expected ',' or '}', but got '{'" in issue
+    assert issue.endswith('; quote a ${VAR} inside a {...} mapping: path: "${VAR}"')
+
+
 def test_merged_anchors_report_where_the_value_is_written(check: Check) -> None:
     # The second chunker merges the first (`<<: *chunking`); both errors point at line 12.
     assert check("merge_keys.yaml") == [
