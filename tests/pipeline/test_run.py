@@ -11,7 +11,6 @@ import os
 import pickle
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -52,6 +51,12 @@ async def documents(pipeline: Pipeline) -> dict[str, DocumentSummary]:
     async with pipeline.build() as built:
         listed = await built.knowledge_base("docs").list_documents()
     return {summary.source: summary for summary in listed}
+
+
+async def started(processes: ParserProcesses) -> bool:
+    """Wait for the start a ``prepare`` began: whether the processes now take the files."""
+    assert processes._started is not None, "nothing asked the processes to start"
+    return await processes._started
 
 
 def actions(report: RunReport) -> dict[str, str]:
@@ -116,10 +121,7 @@ async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path:
             # While the processes start, this one does their work.
             here, vectors_here = await processes.prepare(parser, chunker, model, data, "fox.md")
             assert not processes.started
-            deadline = time.monotonic() + 120
-            while not processes.started:
-                assert time.monotonic() < deadline, "the parser processes never started"
-                await asyncio.sleep(0.05)
+            assert await started(processes)
             chunks, vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
             # Files queued while the process works travel several to a task; a
             # parser's error reaches its own caller only, as itself.
@@ -152,13 +154,11 @@ async def test_parser_processes_start_only_for_more_parsing_than_their_start_cos
         try:
             for _ in range(5):  # a few small files ahead: done here, in a few milliseconds
                 await processes.prepare(parser, chunker, model, data, "f.md", backlog=3)
-            await asyncio.sleep(1)
-            assert not processes.started and set(multiprocessing.active_children()) == before
-            deadline = time.monotonic() + 120
-            while not processes.started:
-                await processes.prepare(parser, chunker, model, data, "f.md", backlog=10**6)
-                assert time.monotonic() < deadline, "the parser processes never started"
-                await asyncio.sleep(0.05)
+            # Never asked to start, so no process can appear later either.
+            assert processes._started is None
+            assert set(multiprocessing.active_children()) == before
+            await processes.prepare(parser, chunker, model, data, "f.md", backlog=10**6)
+            assert await started(processes)
         finally:
             processes.shutdown()
 
@@ -438,11 +438,8 @@ async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes
         parser = CrashingTextParser()
         processes = ParserProcesses(2, [plan])
         try:
-            deadline = time.monotonic() + 120
-            while not processes.started:
-                await processes.prepare(parser, chunker, model, b"warm", "a.txt")
-                assert time.monotonic() < deadline, "the parser processes never started"
-                await asyncio.sleep(0.05)
+            await processes.prepare(parser, chunker, model, b"warm", "a.txt")
+            assert await started(processes)
             names = [f"file-{i}.txt" for i in range(24)]
             names[9] = "crash.txt"
             outcomes = await asyncio.gather(
