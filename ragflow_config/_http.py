@@ -17,7 +17,10 @@ from pydantic import Field, SecretStr, field_validator
 from ._component import ComponentParameters
 from ._errors import RagflowError
 from ._redact import redact_url, redact_urls
-from .credential import DashScopeCredential, OpenAICredential
+from .credential import DashScopeCredential, GeminiCredential, OpenAICredential
+
+# Credentials that hold one bearer key for an OpenAI-compatible server.
+ApiKeyCredential = OpenAICredential | DashScopeCredential | GeminiCredential
 
 logger = logging.getLogger("ragflow_config.http")
 
@@ -182,8 +185,8 @@ class OpenAIEndpoint:
     def for_model(
         cls,
         parameters: EndpointParameters,
-        credential: OpenAICredential | DashScopeCredential | None,
-        credential_type: type[OpenAICredential] | type[DashScopeCredential],
+        credential: ApiKeyCredential | None,
+        credential_type: type[ApiKeyCredential],
         label: str,
     ) -> OpenAIEndpoint:
         """The endpoint a model's parameters name; the key from ``credential`` or the environment."""

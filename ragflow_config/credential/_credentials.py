@@ -22,6 +22,25 @@ class DashScopeCredential(CredentialBase):
     api_key: SecretStr
 
 
+class OllamaCredential(CredentialBase):
+    """Where an Ollama server listens; ``OLLAMA_HOST`` (Ollama's own variable).
+
+    ``api_key`` (``OLLAMA_API_KEY``) is for a server behind an authenticating
+    proxy; Ollama itself needs none.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="OLLAMA_", extra="ignore", frozen=True)
+    host: str = "http://localhost:11434"
+    api_key: SecretStr | None = None
+
+
+class GeminiCredential(CredentialBase):
+    """Google Gemini API key; ``GEMINI_API_KEY``."""
+
+    model_config = SettingsConfigDict(env_prefix="GEMINI_", extra="ignore", frozen=True)
+    api_key: SecretStr
+
+
 class QdrantCredential(CredentialBase):
     """API key of a Qdrant server; ``QDRANT_API_KEY``. Optional."""
 

@@ -5,18 +5,29 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import EmbeddingInput, EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse
+from ._base import (
+    EmbeddingInput,
+    EmbeddingModelBase,
+    EmbeddingParameters,
+    EmbeddingResponse,
+    EmbeddingUsage,
+)
 from ._hashing import HashingEmbeddingModel
 
 if TYPE_CHECKING:
     from ._dashscope import DashScopeEmbeddingModel
+    from ._gemini import GeminiEmbeddingModel
     from ._minilm import MiniLMEmbeddingModel
-    from ._openai import OpenAICompatibleEmbeddingModel
+    from ._ollama import OllamaEmbeddingModel
+    from ._openai import OpenAICompatibleEmbeddingModel, OpenAIEmbeddingModel
 
 _LAZY = {
     "DashScopeEmbeddingModel": "._dashscope",
+    "GeminiEmbeddingModel": "._gemini",
     "MiniLMEmbeddingModel": "._minilm",
+    "OllamaEmbeddingModel": "._ollama",
     "OpenAICompatibleEmbeddingModel": "._openai",
+    "OpenAIEmbeddingModel": "._openai",
 }
 
 
@@ -35,7 +46,11 @@ __all__ = [
     "EmbeddingModelBase",
     "EmbeddingParameters",
     "EmbeddingResponse",
+    "EmbeddingUsage",
+    "GeminiEmbeddingModel",
     "HashingEmbeddingModel",
     "MiniLMEmbeddingModel",
+    "OllamaEmbeddingModel",
     "OpenAICompatibleEmbeddingModel",
+    "OpenAIEmbeddingModel",
 ]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -19,21 +20,29 @@ EmbeddingInput = str | TextBlock | DataBlock
 
 
 @dataclass
+class EmbeddingUsage:
+    """What a call cost: its wall-clock seconds, and tokens when the service reports them."""
+
+    time: float
+    tokens: int | None = None
+    type: Literal["embedding"] = "embedding"
+
+
+@dataclass
 class EmbeddingResponse:
-    """The vectors for a call's inputs, in input order."""
+    """The vectors for a call's inputs, in input order; ``usage`` as AgentScope reports it."""
 
     embeddings: list[list[float]]
     tokens: int | None = None
     source: str = field(default="api")
+    usage: EmbeddingUsage | None = None
 
 
 class EmbeddingParameters(ComponentParameters):
     """Options every embedding model has."""
 
     batch_size: int = Field(default=32, ge=1, description="Inputs per model call.")
-    max_concurrency: int = Field(
-        default=4, ge=1, description="Batches in flight at once."
-    )
+    max_concurrency: int = Field(default=4, ge=1, description="Batches in flight at once.")
 
 
 class EmbeddingModelBase(Component):
@@ -100,7 +109,10 @@ class EmbeddingModelBase(Component):
         batcher = self._batchers.get(loop)
         if batcher is None:  # one per event loop: a model may outlive an asyncio.run()
             batcher = self._batchers[loop] = _Batcher(self)
-        return EmbeddingResponse(embeddings=await batcher.embed(items))
+        started = time.perf_counter()
+        embeddings = await batcher.embed(items)
+        usage = EmbeddingUsage(time=time.perf_counter() - started)
+        return EmbeddingResponse(embeddings=embeddings, usage=usage)
 
 
 class _Batcher:

@@ -12,12 +12,12 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from .._errors import EmbeddingError
-from .._http import EndpointParameters, OpenAIEndpoint
-from ..credential import DashScopeCredential, OpenAICredential
+from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
+from ..credential import OpenAICredential
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters
 
-_ApiKeyCredential = OpenAICredential | DashScopeCredential
+_ApiKeyCredential = ApiKeyCredential
 M = TypeVar("M", bound="OpenAICompatibleEmbeddingModel")
 
 
@@ -128,3 +128,7 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+#: AgentScope's name for the OpenAI embedding model; the registered type stays ``openai_compatible``.
+OpenAIEmbeddingModel = OpenAICompatibleEmbeddingModel

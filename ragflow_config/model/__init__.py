@@ -2,7 +2,8 @@
 
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
 from ._dashscope import DashScopeChatModel
-from ._openai import OpenAICompatibleChatModel
+from ._ollama import OllamaChatModel
+from ._openai import OpenAIChatModel, OpenAICompatibleChatModel
 from ._scripted import ScriptedCall, ScriptedChatModel
 
 __all__ = [
@@ -10,6 +11,8 @@ __all__ = [
     "ChatModelParameters",
     "ChatResponse",
     "DashScopeChatModel",
+    "OllamaChatModel",
+    "OpenAIChatModel",
     "OpenAICompatibleChatModel",
     "ScriptedCall",
     "ScriptedChatModel",

@@ -11,13 +11,13 @@ from typing import Any, ClassVar
 from pydantic import Field, ValidationError
 
 from .._errors import ChatModelError
-from .._http import EndpointParameters, OpenAIEndpoint
-from ..credential import DashScopeCredential, OpenAICredential
+from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
+from ..credential import OpenAICredential
 from ..message import Msg
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
 from ._openai_format import WireResponse, to_wire_messages
 
-_ApiKeyCredential = OpenAICredential | DashScopeCredential
+_ApiKeyCredential = ApiKeyCredential
 
 
 class OpenAICompatibleChatModel(ChatModelBase):
@@ -99,3 +99,7 @@ class OpenAICompatibleChatModel(ChatModelBase):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+#: AgentScope's name for the OpenAI chat model; the registered type stays ``openai_compatible``.
+OpenAIChatModel = OpenAICompatibleChatModel

@@ -1,0 +1,61 @@
+"""Ollama's embedding models, through its OpenAI-compatible ``/v1`` API."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ..credential import OllamaCredential, OpenAICredential
+from ._openai import OpenAICompatibleEmbeddingModel
+
+OLLAMA_URL = "http://localhost:11434/v1"
+
+
+class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
+    """An embedding model served by Ollama, e.g. ``nomic-embed-text``.
+
+    As in AgentScope, an :class:`~ragflow_config.credential.OllamaCredential`
+    says where the server is: its ``host`` (``http://gpu:11434``) replaces
+    ``base_url``. Without one, ``base_url`` is used (Ollama's ``/v1`` root).
+    No key is sent unless the credential, or ``OLLAMA_API_KEY``, holds one (a
+    server behind an authenticating proxy). ``dimensions`` is not sent by
+    default: most Ollama models have one fixed size, which ``dimensions`` must
+    state. Text only.
+    """
+
+    class Parameters(OpenAICompatibleEmbeddingModel.Parameters):
+        base_url: str = Field(
+            default=OLLAMA_URL,
+            pattern=r"^https?://",
+            description="Ollama's OpenAI-compatible root; requests go to {base_url}/embeddings.",
+        )
+        send_dimensions: bool = Field(
+            default=False,
+            description="Send `dimensions` in the request, for models that can shorten vectors.",
+        )
+        batch_size: int = Field(default=512, ge=1, description="Texts per request.")
+        api_key_env: str = Field(
+            default="OLLAMA_API_KEY",
+            description="Environment variable holding a key, for a server behind a proxy.",
+        )
+
+    parameters: Parameters
+    service_label: ClassVar[str] = "Ollama embeddings"
+
+    def __init__(
+        self,
+        parameters: Parameters | None = None,
+        *,
+        credential: OllamaCredential | None = None,
+        **options: Any,
+    ) -> None:
+        key = None
+        if credential is not None:
+            base_url = f"{credential.host.rstrip('/')}/v1"
+            key = OpenAICredential(api_key=credential.api_key)
+            if parameters is not None:
+                parameters = parameters.model_copy(update={"base_url": base_url})
+            else:
+                options["base_url"] = base_url
+        super().__init__(parameters, credential=key, **options)

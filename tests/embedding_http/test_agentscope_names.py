@@ -1,0 +1,97 @@
+"""AgentScope's embedding model names: Ollama and Gemini models, the OpenAI alias, usage."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragflow_config.credential import (
+    GeminiCredential,
+    MissingSecretError,
+    OllamaCredential,
+    OpenAICredential,
+)
+from ragflow_config.embedding import (
+    EmbeddingUsage,
+    GeminiEmbeddingModel,
+    OllamaEmbeddingModel,
+    OpenAICompatibleEmbeddingModel,
+    OpenAIEmbeddingModel,
+)
+from ragflow_config.pipeline._registry import default_registry
+
+from ._server import EmbeddingServer
+
+KEY = "gm-test-0123456789"
+
+
+async def test_ollama_credential_host_is_where_requests_go_without_a_key(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
+    host = server.url.removesuffix("/v1")
+    model = OllamaEmbeddingModel(
+        credential=OllamaCredential(host=host), model="nomic-embed-text", dimensions=8
+    )
+    async with model:
+        response = await model(["hello", "world"])
+
+    assert response.embeddings == [server.vector_for("hello"), server.vector_for("world")]
+    [seen] = server.requests
+    assert seen.path == "/v1/embeddings"
+    assert "authorization" not in seen.headers
+    assert "dimensions" not in seen.body  # Ollama models have one size
+    assert seen.body["model"] == "nomic-embed-text"
+
+
+async def test_ollama_without_a_credential_uses_base_url(server: EmbeddingServer) -> None:
+    model = OllamaEmbeddingModel(base_url=server.url, model="m", dimensions=8)
+    assert OllamaEmbeddingModel(model="m", dimensions=8).parameters.base_url == (
+        "http://localhost:11434/v1"
+    )
+    async with model:
+        await model(["x"])
+    assert server.requests[0].path == "/v1/embeddings"
+
+
+async def test_gemini_sends_its_key_to_the_compatible_api(server: EmbeddingServer) -> None:
+    model = GeminiEmbeddingModel(
+        credential=GeminiCredential(api_key=KEY),
+        model="gemini-embedding-001",
+        dimensions=8,
+        base_url=server.url,
+    )
+    async with model:
+        await model(["hello"])
+    [seen] = server.requests
+    assert seen.headers["authorization"] == f"Bearer {KEY}"
+    assert seen.body["dimensions"] == 8
+    assert GeminiEmbeddingModel.Parameters(model="m", dimensions=8).base_url == (
+        "https://generativelanguage.googleapis.com/v1beta/openai"
+    )
+
+
+def test_gemini_without_a_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with pytest.raises(MissingSecretError, match="GEMINI_API_KEY"):
+        GeminiEmbeddingModel(model="gemini-embedding-001", dimensions=8)
+
+
+async def test_openai_name_and_usage(server: EmbeddingServer) -> None:
+    assert OpenAIEmbeddingModel is OpenAICompatibleEmbeddingModel
+    model = OpenAIEmbeddingModel(
+        credential=OpenAICredential(api_key="k"),
+        model="text-embedding-3-small",
+        dimensions=8,
+        base_url=server.url,
+    )
+    async with model:
+        response = await model(["a", "b"])
+    assert isinstance(response.usage, EmbeddingUsage)
+    assert response.usage.type == "embedding"
+    assert response.usage.time >= 0
+
+
+def test_the_new_models_are_registered_types() -> None:
+    registry = default_registry()
+    assert registry.get("embedding", "ollama").cls is OllamaEmbeddingModel
+    assert registry.get("embedding", "gemini").cls is GeminiEmbeddingModel
