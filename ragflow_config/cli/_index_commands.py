@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..pipeline import Pipeline, RunOptions, RunReport
-from ._output import EXIT_ERROR, EXIT_OK, EXIT_PENDING, plural, print_json
+from ._output import EXIT_ERROR, EXIT_OK, EXIT_PENDING, Interrupted, plural, print_json
 from ._parser import Commands
 from ._progress import Progress
 
@@ -76,6 +76,7 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
         on_fingerprint_change="refuse" if args.refuse_on_fingerprint_change else "reindex",
         workers=getattr(args, "workers", None),
         progress=progress,
+        files_found=progress.files_found if progress else None,
     )
 
 
@@ -116,6 +117,9 @@ def _run(args: argparse.Namespace) -> int:
     progress = None if args.json else Progress(sys.stderr)
     try:
         report = asyncio.run(pipeline.run(args.kb, _options(args, False, progress)))
+    except KeyboardInterrupt:
+        done = f"{plural(progress.done, 'file')} done" if progress else "stopped"
+        raise Interrupted(f"interrupted: {done}; run again to continue") from None
     finally:
         if progress:
             progress.close()

@@ -8,7 +8,7 @@ import sys
 
 from .._errors import ConfigError, RagflowError
 from . import _config_commands, _eval_command, _index_commands, _kb_commands
-from ._output import EXIT_CLOSED_PIPE, EXIT_ERROR, print_error
+from ._output import EXIT_CLOSED_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, Interrupted, print_error
 from ._parser import Commands
 
 
@@ -40,5 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         # interpreter must not try to flush into the closed pipe at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CLOSED_PIPE
+    except Interrupted as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED

@@ -11,6 +11,11 @@ from .._errors import ConfigIssue
 EXIT_OK, EXIT_ERROR, EXIT_PENDING = 0, 1, 2
 # A reader that closed the pipe (`... | head`): the shell's code for SIGPIPE.
 EXIT_CLOSED_PIPE = 128 + 13
+EXIT_INTERRUPTED = 128 + 2  # the shell's code for SIGINT
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the command stops with one line saying where it was, not a traceback."""
 
 
 def print_json(document: Any) -> None:

@@ -147,7 +147,8 @@ class RunOptions:
     repair: bool = True
     workers: int | None = None  # parser processes; 0 parses in this process
     max_bytes_in_flight: int = 64 << 20  # the files held at once, by size (a larger one goes alone)
-    progress: Callable[[str, Change], None] | None = None
+    progress: Callable[[str, Change], None] | None = None  # each file's change, as it is decided
+    files_found: Callable[[str, int], None] | None = None  # a knowledge base's file count, first
 
 
 def fingerprint(plan: IndexingPlan) -> dict[str, str]:
@@ -241,6 +242,8 @@ async def _run_knowledge_base(
     existing = {s.document_id: s for s in await kb.list_documents()}
     managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
+    if options.files_found:
+        options.files_found(kb.name, len(wanted))
 
     stale_prints = {
         field_name

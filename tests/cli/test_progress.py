@@ -1,0 +1,76 @@
+"""What `ragflow-config run` shows while it works, and how it stops on Ctrl-C."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragflow_config.cli._progress import Progress
+from ragflow_config.pipeline import Change, Pipeline, RunOptions
+
+from .test_kb_commands import project
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_a_terminal_sees_files_of_the_total_chunks_and_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line for every column
+    pipeline = Pipeline.load(project(tmp_path))
+    (tmp_path / "docs" / "red" / "broken.md").write_bytes(b"caf\xe9")  # not UTF-8: fails
+    screen = Terminal()
+    progress = Progress(screen)
+    try:
+        report = await pipeline.run(
+            options=RunOptions(workers=0, progress=progress, files_found=progress.files_found)
+        )
+    finally:
+        progress.close()
+    [kb] = report.knowledge_bases
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())  # colours and cursor moves
+    assert f"7/7 files, {kb.chunks} chunks, 1 failed" in shown
+    assert "files/s" in shown and "elapsed," in shown and "left" in shown
+
+
+def test_a_log_gets_one_line_per_change_and_no_failure_twice() -> None:
+    log = io.StringIO()
+    progress = Progress(log)
+    progress("docs", Change("add", "a.md", "id-a", "new file", 2))
+    progress("docs", Change("unchanged", "b.md", "id-b"))
+    progress("docs", Change("failed", "c.md", "id-c", "not valid utf-8"))
+    progress.close()
+    assert log.getvalue() == "docs: add a.md (new file)\n"
+    assert progress.done == 3
+
+
+def test_ctrl_c_ends_a_run_with_one_line_saying_how_far_it_got(tmp_path: Path) -> None:
+    pipeline = project(tmp_path)
+    for i in range(2000):  # enough that the run is still going when the signal comes
+        (tmp_path / "docs" / "red" / f"n{i}.md").write_text(f"Note {i}. " * 200)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # Ctrl-C reaches the whole group: the parser processes too
+    )
+    assert run.stderr is not None
+    first = run.stderr.readline()  # the first file written: the run is under way
+    assert first.startswith("notes: add "), first
+    os.killpg(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=300)
+    assert run.returncode == 130
+    lines = [line for line in err.splitlines() if not line.startswith("notes: add ")]
+    assert len(lines) == 1, err[-2000:]
+    assert re.fullmatch(r"interrupted: \d+ files? done; run again to continue", lines[0])
