@@ -236,3 +236,30 @@ async def test_knowledge_bases_in_one_score_space_are_merged_by_score(
     by_score = sorted(separately, key=lambda hit: hit.score, reverse=True)[:3]
     assert [hit.chunk.source for hit in together] == [hit.chunk.source for hit in by_score]
     assert [hit.chunk.source for hit in together][:2] == ["pto.md", "parental.md"]
+
+
+async def test_calling_the_tool_directly_returns_a_tool_chunk(hr_kb: KnowledgeBase):
+    # AgentScope code runs a tool with `await tool(**arguments)`.
+    middleware = RAGMiddleware([hr_kb], mode="agentic", top_k=1)
+    [tool] = await middleware.list_tools()
+
+    found = await tool(query="How many days of paid time off?")
+    dumped = found.model_dump()
+    assert (dumped["state"], dumped["is_last"], dumped["metadata"]) == ("success", True, {})
+    assert [block.text for block in found.content] == [  # type: ignore[union-attr]
+        f"[1] (source: pto.md)\n{HR_DOCUMENTS['pto.md']}"
+    ]
+    nothing = await tool(query="anything", knowledge_bases=["no-such-base"])
+    assert (nothing.state, [b.text for b in nothing.content]) == (  # type: ignore[union-attr]
+        "success",
+        ["No relevant content found."],
+    )
+
+
+async def test_a_failing_tool_called_directly_reports_an_error_chunk(hr_kb: KnowledgeBase):
+    middleware = RAGMiddleware([hr_kb], mode="agentic")
+    [tool] = await middleware.list_tools()
+
+    failed = await tool()  # no query: the call itself raises
+    assert failed.state == "error"
+    assert [b.text for b in failed.content] == ["Tool search_knowledge failed: 'query'"]  # type: ignore[union-attr]
