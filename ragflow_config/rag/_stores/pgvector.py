@@ -32,6 +32,9 @@ _METRICS = {
 }
 _MAX_IDENTIFIER_BYTES = 63  # PostgreSQL silently truncates longer names
 _MAX_EF_SEARCH = 1000
+# A search under these compares every row its filter lets through (which the
+# GIN index may narrow), whatever plans the session or server prefers.
+_EXACT_SCAN = {"enable_indexscan": "off", "enable_seqscan": "on", "enable_bitmapscan": "on"}
 
 
 class PgVectorStore(VectorStoreBase):
@@ -379,10 +382,10 @@ class PgVectorStore(VectorStoreBase):
 
         operator, _, score = _METRICS[self.parameters.distance]
         where, params = _where(metadata_filter)
-        # The index yields rows roughly nearest first (a relaxed iterative scan
-        # only roughly): take ef_search of those the filter lets through, then
-        # the best top_k of them by exact distance. "+ 0" keeps the planner
-        # from taking the candidates' order as already sorted.
+        # The index yields its ef_search candidates nearest first, but an
+        # iterative scan's later batches only roughly so: under a filter, take
+        # ef_search rows that pass it, then the best top_k of them by exact
+        # distance. "+ 0" keeps the planner from taking their order as sorted.
         statement = sql.SQL(
             "WITH candidates AS MATERIALIZED ("
             " SELECT document_id, chunk, embedding {} %(query)s AS distance"
@@ -396,11 +399,12 @@ class PgVectorStore(VectorStoreBase):
             sql.SQL(score).format(sql.Identifier("distance")),
         )
         ef_search = min(max(top_k, self.parameters.ef_search), _MAX_EF_SEARCH)
-        params.update(query=Vector(query_vector), top_k=top_k, candidates=max(ef_search, top_k))
+        candidates = max(ef_search, top_k) if metadata_filter else top_k
+        params.update(query=Vector(query_vector), top_k=top_k, candidates=candidates)
 
         async def run(connection: Any) -> list[Any]:
             async with connection.transaction():
-                await self._scan_settings(connection, ef_search)
+                await _set_local(connection, self._scan_settings(ef_search))
                 # Never prepared: a prepared statement may get a generic plan, made
                 # without the query vector, that uses the index where the first
                 # calls did not, or the other way round.
@@ -409,7 +413,7 @@ class PgVectorStore(VectorStoreBase):
                 if len(rows) < top_k:
                     # Fewer than asked: either that is all there is, or the index
                     # scan gave up. An exact scan settles it.
-                    await connection.execute("SELECT set_config('enable_indexscan', 'off', true)")
+                    await _set_local(connection, _EXACT_SCAN)
                     cursor = await connection.execute(statement, params, prepare=False)
                     rows = await cursor.fetchall()
                 return rows
@@ -425,18 +429,14 @@ class PgVectorStore(VectorStoreBase):
         ]
         return results
 
-    async def _scan_settings(self, connection: Any, ef_search: int) -> None:
-        """Set this transaction's search settings (``SET LOCAL``: the connection keeps none)."""
+    def _scan_settings(self, ef_search: int) -> dict[str, str]:
         settings = {"hnsw.ef_search": str(ef_search)}
         if self._iterative_scan:
             settings["hnsw.iterative_scan"] = self.parameters.iterative_scan
             settings["hnsw.max_scan_tuples"] = str(self.parameters.max_scan_tuples)
         if self.parameters.exact:
-            settings["enable_indexscan"] = "off"
-        await connection.execute(
-            "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)),
-            [part for setting in settings.items() for part in setting],
-        )
+            settings.update(_EXACT_SCAN)
+        return settings
 
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
@@ -546,6 +546,14 @@ def _explain(exc: Any) -> str:
     message = exc.diag.message_primary or " ".join(str(exc).split())
     advice = _ADVICE.get(exc.sqlstate or "")
     return f"{type(exc).__name__}: {message}" + (f"; {advice}" if advice else "")
+
+
+async def _set_local(connection: Any, settings: dict[str, str]) -> None:
+    """``SET LOCAL`` in one round trip: the transaction's end restores the connection."""
+    await connection.execute(
+        "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(settings)),
+        [part for setting in settings.items() for part in setting],
+    )
 
 
 def _version(text: str) -> tuple[int, ...]:
