@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._errors import CollectionMismatchError
@@ -153,7 +153,7 @@ class KnowledgeBase:
 
     def embeddable_chunks(self, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks this knowledge base's model can embed; warns naming the others."""
-        can_embed = self._embedding_model.can_embed
+        can_embed = _embeds(self._embedding_model)
         skipped = [
             f"{c.source}#{c.chunk_index} ({c.content.media_type})"
             for c in chunks
@@ -214,7 +214,7 @@ class KnowledgeBase:
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
-        usable: list[EmbeddingInput] = list(filter(self._embedding_model.can_embed, queries))
+        usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))
         if not usable or top_k <= 0:
             return []
         flatten_filter(where)  # an unusable filter fails before the model is called
@@ -302,3 +302,13 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
         else:
             merged[key] = value
     return merged
+
+
+def _embeds(model: EmbeddingModelBase) -> Callable[[EmbeddingInput], bool]:
+    """Whether ``model`` takes an input: text always, a ``DataBlock`` only if multimodal.
+
+    Read from ``supports_multimodal`` alone, so a model that does not derive
+    from :class:`EmbeddingModelBase` (AgentScope code passes its own) works too.
+    """
+    multimodal = bool(getattr(model, "supports_multimodal", False))
+    return lambda item: multimodal or not isinstance(item, DataBlock)

@@ -530,3 +530,28 @@ async def test_a_tenant_cannot_take_over_another_tenants_document_id(
     assert (summary.document_id, summary.chunk_count) == ("handbook", 2)
     assert [c.content.text for c in await tenant_a.list_chunks("handbook")] == PETS[:2]
     assert await tenant_b.list_documents() == []
+
+
+class DuckTypedModel:
+    """An embedding model as AgentScope code writes one: no base class, just the interface."""
+
+    supports_multimodal = False
+    dimensions = 64
+
+    def __init__(self) -> None:
+        self.hashing = HashingEmbeddingModel(dimensions=64)
+        self.calls: list[list[Any]] = []
+
+    async def __call__(self, inputs: list[Any]) -> Any:
+        self.calls.append(list(inputs))
+        return await self.hashing(inputs)
+
+
+async def test_a_model_of_any_class_with_the_interface_works(store: QdrantStore) -> None:
+    model = DuckTypedModel()
+    kb = KnowledgeBase("pets", "Pets.", model, store, "pets")  # type: ignore[arg-type]
+    await kb.insert_document(text_chunks(*PETS), document_id="pets")
+
+    hits = await kb.search([PNG, "cats sleep"], top_k=1)
+    assert keys(hits) == [("pets", 0)]
+    assert model.calls[-1] == ["cats sleep"]  # the image query was dropped, text-only model
