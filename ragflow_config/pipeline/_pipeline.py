@@ -34,6 +34,11 @@ class Pipeline:
         return cls(load_pipeline(path, registry), registry)
 
     @property
+    def registry(self) -> Registry:
+        """The types this pipeline's components were looked up in."""
+        return self._registry
+
+    @property
     def spec(self) -> PipelineSpec:
         return self._loaded.spec
 
