@@ -9,10 +9,10 @@ import pytest
 
 from ragflow_config.agent import Agent
 from ragflow_config.embedding import HashingEmbeddingModel
-from ragflow_config.message import HintBlock, Msg, ToolCallBlock, ToolResultBlock
+from ragflow_config.message import HintBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
 from ragflow_config.middleware import RAGMiddleware
 from ragflow_config.model import ChatResponse, ScriptedChatModel
-from ragflow_config.rag import KnowledgeBase, QdrantStore
+from ragflow_config.rag import Chunk, KnowledgeBase, QdrantStore
 from ragflow_config.tool import Toolkit
 
 from .conftest import HR_DOCUMENTS, MakeKB
@@ -263,3 +263,33 @@ async def test_a_failing_tool_called_directly_reports_an_error_chunk(hr_kb: Know
     failed = await tool()  # no query: the call itself raises
     assert failed.state == "error"
     assert [b.text for b in failed.content] == ["Tool search_knowledge failed: 'query'"]  # type: ignore[union-attr]
+
+
+async def test_a_knowledge_base_on_a_model_of_any_class_is_searched(store: QdrantStore):
+    class DuckTypedModel:  # as AgentScope code writes one: the interface, no base class
+        supports_multimodal = False
+        dimensions = 64
+
+        def __init__(self) -> None:
+            self.hashing = HashingEmbeddingModel(dimensions=64)
+
+        async def __call__(self, inputs: list[Any]) -> Any:
+            return await self.hashing(inputs)
+
+    kb = KnowledgeBase("hr", "HR policies", DuckTypedModel(), store, "duck")  # type: ignore[arg-type]
+    await kb.insert_document(
+        [
+            Chunk(
+                content=TextBlock(text=HR_DOCUMENTS["pto.md"]),
+                source="pto.md",
+                chunk_index=0,
+                total_chunks=1,
+            )
+        ],
+        document_id="pto.md",
+    )
+    [tool] = await RAGMiddleware([kb], mode="agentic", top_k=1).list_tools()
+
+    found = await tool(query="paid time off")
+    assert found.state == "success"
+    assert [b.text for b in found.content] == [f"[1] (source: pto.md)\n{HR_DOCUMENTS['pto.md']}"]  # type: ignore[union-attr]

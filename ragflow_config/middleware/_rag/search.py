@@ -72,7 +72,16 @@ async def search_across(
 
 
 def _score_space(kb: KnowledgeBase) -> str:
-    """Equal for knowledge bases whose scores can be compared directly."""
-    return json.dumps(
-        [kb.embedding_model.describe(), kb.vector_store.describe()], sort_keys=True, default=str
-    )
+    """Equal for knowledge bases whose scores can be compared directly.
+
+    A component is known by its class and parameters; one that cannot
+    describe itself (an AgentScope-style model of any class) only by itself.
+    """
+    return json.dumps([_identity(kb.embedding_model), _identity(kb.vector_store)], default=str)
+
+
+def _identity(component: object) -> object:
+    describe = getattr(component, "describe", None)
+    if callable(describe):
+        return json.dumps(describe(), sort_keys=True, default=str)
+    return f"{type(component).__qualname__}@{id(component):x}"
