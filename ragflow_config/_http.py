@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 from typing import Any
 
 import httpx
@@ -164,6 +165,17 @@ class EndpointParameters(ComponentParameters):
         return value.rstrip("/")
 
 
+# Public APIs that refuse every request without a key; local servers need none.
+_HOSTS_THAT_NEED_A_KEY = frozenset(
+    {
+        "api.openai.com",
+        "dashscope.aliyuncs.com",
+        "dashscope-intl.aliyuncs.com",
+        "generativelanguage.googleapis.com",
+    }
+)
+
+
 class OpenAIEndpoint:
     """An OpenAI-compatible HTTP API: a base URL, an optional bearer key, one client per loop.
 
@@ -172,10 +184,16 @@ class OpenAIEndpoint:
     """
 
     def __init__(
-        self, base_url: str, api_key: SecretStr | None, timeout: float, label: str
+        self,
+        base_url: str,
+        api_key: SecretStr | None,
+        timeout: float,
+        label: str,
+        api_key_env: str = "OPENAI_API_KEY",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
+        self._api_key_env = api_key_env
         self._timeout = timeout
         self._label = label
         self._client: httpx.AsyncClient | None = None
@@ -198,6 +216,7 @@ class OpenAIEndpoint:
             credential.api_key,
             parameters.timeout,
             f"{label} ({parameters.model})",
+            parameters.api_key_env,
         )
 
     @property
@@ -208,20 +227,32 @@ class OpenAIEndpoint:
     async def post(
         self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int
     ) -> Any:
+        if self._api_key is None and httpx.URL(self.base_url).host in _HOSTS_THAT_NEED_A_KEY:
+            # Known without a request: no retries, no network, and the variable named.
+            raise error(
+                f"{self.service}: no API key; set the environment variable {self._api_key_env}"
+            )
         headers = (
             {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
             if self._api_key is not None
             else None
         )
-        return await post_json(
-            self._http_client(),
-            f"{self.base_url}/{path}",
-            payload,
-            service=self.service,
-            error=error,
-            headers=headers,
-            max_retries=max_retries,
-        )
+        try:
+            return await post_json(
+                self._http_client(),
+                f"{self.base_url}/{path}",
+                payload,
+                service=self.service,
+                error=error,
+                headers=headers,
+                max_retries=max_retries,
+            )
+        except RagflowError as exc:
+            if self._api_key is None and re.search(r": HTTP 40[13]\b", str(exc)):
+                raise error(
+                    f"{exc}; no API key was sent: set the environment variable {self._api_key_env}"
+                ) from exc
+            raise
 
     def _http_client(self) -> httpx.AsyncClient:
         # A client's connections belong to the event loop that opened them, so an

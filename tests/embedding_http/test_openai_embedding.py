@@ -95,10 +95,35 @@ async def test_401_fails_at_once(server: EmbeddingServer) -> None:
     assert len(server.requests) == 1
 
 
+async def test_a_public_api_without_a_key_names_the_variable_and_sends_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    async with OpenAICompatibleEmbeddingModel(
+        model="text-embedding-3-small", dimensions=8
+    ) as model:
+        with pytest.raises(EmbeddingError) as error:
+            await model(["hello"])
+    assert str(error.value).endswith("no API key; set the environment variable OPENAI_API_KEY")
+    assert not caplog.records  # no retries: nothing was sent
+
+
+async def test_a_401_without_a_key_names_the_variable_the_model_reads(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TEAM_EMBEDDINGS_KEY", raising=False)
+    server.reply = lambda number, body: Reply(401, error_body("Missing API key"))
+    async with OpenAICompatibleEmbeddingModel(
+        base_url=server.url, model="m", dimensions=3, api_key_env="TEAM_EMBEDDINGS_KEY"
+    ) as model:
+        with pytest.raises(EmbeddingError) as error:
+            await model(["hello"])
+    assert "HTTP 401: Missing API key" in str(error.value)
+    assert str(error.value).endswith("set the environment variable TEAM_EMBEDDINGS_KEY")
+
+
 async def test_timeout_is_retried(server: EmbeddingServer) -> None:
-    server.reply = lambda number, body: (
-        Reply(200, {"data": []}, delay=2.0) if number == 0 else None
-    )
+    server.reply = lambda number, body: Reply(200, {"data": []}, delay=2.0) if number == 0 else None
     async with make_model(server, timeout=0.3) as model:
         response = await model(["slow"])
     assert response.embeddings == [server.vector_for("slow")]
