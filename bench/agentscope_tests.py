@@ -137,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
         "--keep", action="store_true", help="keep the temporary folder and print its path"
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show pytest's own output")
-    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments, after --")
     args = parser.parse_args(argv)
     if (args.checkout is None) == (args.git_dir is None):
         parser.error("give either a checkout path or --git-dir")
@@ -176,7 +175,6 @@ def main(argv: list[str] | None = None) -> int:
             f"--junitxml={report}",
             "-q",
             "--continue-on-collection-errors",
-            *args.pytest_args,
             *present,
         ]
         output = subprocess.run(command, cwd=run_dir, capture_output=not args.verbose, text=True)
