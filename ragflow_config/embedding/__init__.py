@@ -12,6 +12,7 @@ from ._base import (
     EmbeddingResponse,
     EmbeddingUsage,
 )
+from ._cache import EmbeddingCacheBase, FileEmbeddingCache
 from ._hashing import HashingEmbeddingModel
 
 if TYPE_CHECKING:
@@ -42,11 +43,13 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DashScopeEmbeddingModel",
+    "EmbeddingCacheBase",
     "EmbeddingInput",
     "EmbeddingModelBase",
     "EmbeddingParameters",
     "EmbeddingResponse",
     "EmbeddingUsage",
+    "FileEmbeddingCache",
     "GeminiEmbeddingModel",
     "HashingEmbeddingModel",
     "MiniLMEmbeddingModel",

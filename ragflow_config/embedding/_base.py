@@ -15,6 +15,7 @@ from pydantic import Field
 
 from .._component import Component, ComponentParameters
 from ..message import DataBlock, TextBlock
+from ._cache import EmbeddingCacheBase
 
 EmbeddingInput = str | TextBlock | DataBlock
 
@@ -61,8 +62,15 @@ class EmbeddingModelBase(Component):
     Parameters: ClassVar[type[ComponentParameters]] = EmbeddingParameters
     parameters: EmbeddingParameters
 
-    def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        parameters: ComponentParameters | None = None,
+        *,
+        embedding_cache: EmbeddingCacheBase | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(parameters, **options)
+        self.embedding_cache = embedding_cache
         self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = (
             weakref.WeakKeyDictionary()
         )
@@ -110,9 +118,46 @@ class EmbeddingModelBase(Component):
         if batcher is None:  # one per event loop: a model may outlive an asyncio.run()
             batcher = self._batchers[loop] = _Batcher(self)
         started = time.perf_counter()
-        embeddings = await batcher.embed(items)
+        if self.embedding_cache is None:
+            embeddings = await batcher.embed(items)
+            source = "api"
+        else:
+            embeddings, source = await self._through_cache(self.embedding_cache, batcher, items)
         usage = EmbeddingUsage(time=time.perf_counter() - started)
-        return EmbeddingResponse(embeddings=embeddings, usage=usage)
+        return EmbeddingResponse(embeddings=embeddings, source=source, usage=usage)
+
+    def cache_identifier(self, item: str | DataBlock) -> dict[str, Any]:
+        """What a cache keeps one input's vector under: the input and what shapes its vector."""
+        content: Any = item
+        if isinstance(item, DataBlock):
+            content = item.model_dump(mode="json", include={"type", "source", "name"})
+        return {
+            "input": content,
+            "model": self.model,
+            "dimensions": self.dimensions,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+        }
+
+    async def _through_cache(
+        self, cache: EmbeddingCacheBase, batcher: _Batcher, items: list[str | DataBlock]
+    ) -> tuple[list[list[float]], str]:
+        """Cached vectors, the rest from the model (then cached); "cache" if all were cached."""
+        keys = [self.cache_identifier(item) for item in items]
+        found = await asyncio.gather(*(cache.retrieve(key) for key in keys))
+        vectors: list[list[float] | None] = [
+            hit[0] if hit and len(hit) == 1 else None for hit in found
+        ]
+        missing = [index for index, vector in enumerate(vectors) if vector is None]
+        if missing:
+            fresh = await batcher.embed([items[index] for index in missing])
+            for index, vector in zip(missing, fresh, strict=True):
+                vectors[index] = vector
+            await asyncio.gather(
+                *(cache.store([vector], keys[i]) for i, vector in zip(missing, fresh, strict=True))
+            )
+        return [
+            vector for vector in vectors if vector is not None
+        ], "cache" if not missing else "api"
 
 
 class _Batcher:
