@@ -15,6 +15,7 @@ from pydantic import Field
 
 from .._component import Component, ComponentParameters
 from ..message import DataBlock, TextBlock
+from ..message._blocks import _new_id, _now
 from ._cache import EmbeddingCacheBase
 
 EmbeddingInput = str | TextBlock | DataBlock
@@ -31,12 +32,18 @@ class EmbeddingUsage:
 
 @dataclass
 class EmbeddingResponse:
-    """The vectors for a call's inputs, in input order; ``usage`` as AgentScope reports it."""
+    """The vectors for a call's inputs, in input order, with AgentScope's fields.
+
+    ``source`` is ``"cache"`` when every vector came from the model's
+    ``embedding_cache``, else ``"api"``.
+    """
 
     embeddings: list[list[float]]
-    tokens: int | None = None
-    source: str = field(default="api")
+    id: str = field(default_factory=_new_id)
+    created_at: str = field(default_factory=_now)
+    type: Literal["embedding"] = "embedding"
     usage: EmbeddingUsage | None = None
+    source: Literal["cache", "api"] = "api"
 
 
 class EmbeddingParameters(ComponentParameters):
@@ -118,9 +125,9 @@ class EmbeddingModelBase(Component):
         if batcher is None:  # one per event loop: a model may outlive an asyncio.run()
             batcher = self._batchers[loop] = _Batcher(self)
         started = time.perf_counter()
+        source: Literal["cache", "api"] = "api"
         if self.embedding_cache is None:
             embeddings = await batcher.embed(items)
-            source = "api"
         else:
             embeddings, source = await self._through_cache(self.embedding_cache, batcher, items)
         usage = EmbeddingUsage(time=time.perf_counter() - started)
@@ -140,7 +147,7 @@ class EmbeddingModelBase(Component):
 
     async def _through_cache(
         self, cache: EmbeddingCacheBase, batcher: _Batcher, items: list[str | DataBlock]
-    ) -> tuple[list[list[float]], str]:
+    ) -> tuple[list[list[float]], Literal["cache", "api"]]:
         """Cached vectors, the rest from the model (then cached); "cache" if all were cached."""
         keys = [self.cache_identifier(item) for item in items]
         found = await asyncio.gather(*(cache.retrieve(key) for key in keys))

@@ -59,3 +59,8 @@ class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
             else:
                 options["base_url"] = base_url
         super().__init__(parameters, credential=key, **options)
+
+    @property
+    def host(self) -> str:
+        """The Ollama server, as AgentScope's model names it: ``base_url`` without ``/v1``."""
+        return self.parameters.base_url.removesuffix("/v1")

@@ -32,6 +32,7 @@ async def test_ollama_credential_host_is_where_requests_go_without_a_key(
     model = OllamaEmbeddingModel(
         credential=OllamaCredential(host=host), model="nomic-embed-text", dimensions=8
     )
+    assert model.host == host
     async with model:
         response = await model(["hello", "world"])
 
@@ -86,6 +87,8 @@ async def test_openai_name_and_usage(server: EmbeddingServer) -> None:
     )
     async with model:
         response = await model(["a", "b"])
+    assert (response.type, response.source) == ("embedding", "api")
+    assert response.id and response.created_at
     assert isinstance(response.usage, EmbeddingUsage)
     assert response.usage.type == "embedding"
     assert response.usage.time >= 0
