@@ -405,16 +405,13 @@ class PgVectorStore(VectorStoreBase):
         async def run(connection: Any) -> list[Any]:
             async with connection.transaction():
                 await _set_local(connection, self._scan_settings(ef_search))
-                # Never prepared: a prepared statement may get a generic plan, made
-                # without the query vector, that uses the index where the first
-                # calls did not, or the other way round.
-                cursor = await connection.execute(statement, params, prepare=False)
+                cursor = await connection.execute(statement, params)
                 rows = await cursor.fetchall()
                 if len(rows) < top_k:
                     # Fewer than asked: either that is all there is, or the index
                     # scan gave up. An exact scan settles it.
                     await _set_local(connection, _EXACT_SCAN)
-                    cursor = await connection.execute(statement, params, prepare=False)
+                    cursor = await connection.execute(statement, params)
                     rows = await cursor.fetchall()
                 return rows
 
