@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field
 
@@ -52,6 +52,8 @@ class PgVectorStore(VectorStoreBase):
     gain, and a single connection makes every call's transaction explicit.
     A broken connection is reopened on the next attempt.
     """
+
+    requires: ClassVar[dict[str, str]] = {"psycopg": "pgvector", "pgvector": "pgvector"}
 
     class Parameters(StoreParameters):
         dsn_env: str = Field(
