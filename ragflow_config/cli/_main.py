@@ -7,14 +7,28 @@ import os
 import sys
 
 from .._errors import ConfigError, RagflowError
-from . import _chat_command, _config_commands, _eval_command, _index_commands, _kb_commands
+from . import (
+    _chat_command,
+    _config_commands,
+    _eval_command,
+    _index_commands,
+    _kb_commands,
+    _serve_command,
+)
 from ._output import EXIT_CLOSED_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, Interrupted, print_error
 from ._parser import Commands
 
 
 def main(argv: list[str] | None = None) -> int:
     commands = Commands()
-    for group in (_config_commands, _index_commands, _kb_commands, _eval_command, _chat_command):
+    for group in (
+        _config_commands,
+        _index_commands,
+        _kb_commands,
+        _eval_command,
+        _chat_command,
+        _serve_command,
+    ):
         group.register(commands)
     args = commands.parser.parse_args(argv)
     logging.basicConfig(

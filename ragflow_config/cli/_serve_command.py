@@ -1,0 +1,97 @@
+"""`serve`: the knowledge bases of a pipeline file over MCP (stdio or HTTP) and a JSON API."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+from pathlib import Path
+
+from ..pipeline import Pipeline
+from ._output import EXIT_OK
+from ._parser import Commands
+
+TOKEN_HELP = (
+    "environment variable holding the bearer token every HTTP request must carry "
+    "(default: RAGFLOW_SERVE_TOKEN; unset or empty: no token needed)"
+)
+
+
+def register(commands: Commands) -> None:
+    serve = commands.add(
+        "serve",
+        _serve,
+        "serve the knowledge bases of a pipeline file, read-only: MCP over stdio (--stdio) or "
+        "MCP and a JSON API over HTTP",
+    )
+    serve.add_argument("file", type=Path, metavar="FILE", help="the pipeline file")
+    serve.add_argument(
+        "--stdio", action="store_true", help="speak MCP on stdin/stdout (for desktop MCP clients)"
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default: 127.0.0.1, this machine only)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=8765, help="port to bind (default: 8765; 0: any free port)"
+    )
+    serve.add_argument(
+        "--kb", action="append", metavar="NAME", help="serve only this knowledge base; repeatable"
+    )
+    serve.add_argument("--token-env", default=None, metavar="VARIABLE", help=TOKEN_HELP)
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=64 * 1024,
+        metavar="N",
+        help="largest request body accepted (default: 65536)",
+    )
+    serve.add_argument(
+        "--max-query-chars",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="longest query accepted (default: 2000)",
+    )
+    serve.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, how long requests in flight may finish (default: 30)",
+    )
+    serve.add_argument("--no-access-log", action="store_true", help="no log line per request")
+    serve.add_argument(
+        "--log-queries",
+        action="store_true",
+        help="put each query's text on its access log line (off by default: queries may be private)",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ..server import DEFAULT_TOKEN_VARIABLE, ServeOptions, read_token, serve
+
+    token = None if args.stdio else read_token(args.token_env or DEFAULT_TOKEN_VARIABLE)
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        token=token,
+        max_body_bytes=max(args.max_body_bytes, 1024),
+        max_query_chars=max(args.max_query_chars, 1),
+        drain_seconds=max(args.drain_seconds, 0.0),
+        access_log=not args.no_access_log,
+        log_queries=args.log_queries,
+    )
+    if options.access_log:
+        logging.getLogger("ragflow_config.server.access").setLevel(logging.INFO)
+    pipeline = Pipeline.load(args.file)
+    if not args.stdio and token is None and not options.loopback:
+        logging.getLogger("ragflow_config.server").warning(
+            "serving on %s without a token: anyone who can reach this address can search; set %s",
+            options.host,
+            args.token_env or DEFAULT_TOKEN_VARIABLE,
+        )
+    with contextlib.suppress(KeyboardInterrupt):
+        serve(pipeline, stdio=args.stdio, options=options, knowledge_bases=args.kb)
+    return EXIT_OK

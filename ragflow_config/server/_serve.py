@@ -1,0 +1,155 @@
+"""Running a server: HTTP (the JSON API and MCP) under uvicorn, or MCP over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+
+from ..pipeline import Pipeline
+from ._app import create_app
+from ._mcp import create_mcp_server
+from ._service import KnowledgeService
+from ._settings import ServeOptions
+
+logger = logging.getLogger("ragflow_config.server")
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound and listening before the server starts, so port 0 is known at once."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _load(pipeline: Pipeline | str | Path) -> Pipeline:
+    return pipeline if isinstance(pipeline, Pipeline) else Pipeline.load(pipeline)
+
+
+async def serve_http(
+    pipeline: Pipeline | str | Path,
+    options: ServeOptions | None = None,
+    *,
+    knowledge_bases: list[str] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the JSON API and MCP over HTTP until SIGTERM or SIGINT, then drain and return.
+
+    ``announce`` receives one line with the address once the socket listens
+    (the command prints it on stderr).
+    """
+    options = options or ServeOptions()
+    pipeline = _load(pipeline)
+    sock = _listening_socket(options.host, options.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        async with KnowledgeService(pipeline, knowledge_bases) as service:
+            app = create_app(service, options)
+            config = uvicorn.Config(
+                app,
+                log_level="warning",
+                access_log=False,  # ours logs one line per request, without query strings
+                timeout_graceful_shutdown=math.ceil(options.drain_seconds),
+                lifespan="on",
+                server_header=False,
+            )
+            server = _DrainingServer(config)
+            names = ", ".join(info.name for info in service.infos)
+            if announce is not None:
+                announce(
+                    f"serving {names} on http://{shown}:{port} (MCP at {options.mcp_path}; "
+                    f"API description at /openapi.json)"
+                )
+            await server.serve(sockets=[sock])
+    finally:
+        sock.close()
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn's server, saying when a signal starts the drain.
+
+    uvicorn raises the signal again once it has drained, which would end the
+    process before the stores are closed; here the command returns instead,
+    closes them, and exits 0.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                self._captured_signals.clear()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if not self.should_exit:
+            logger.warning(
+                "signal %d: no new connections; draining requests in flight (at most %gs)",
+                sig,
+                self.config.timeout_graceful_shutdown or 0,
+            )
+        super().handle_exit(sig, frame)
+
+
+async def serve_stdio(
+    pipeline: Pipeline | str | Path,
+    options: ServeOptions | None = None,
+    *,
+    knowledge_bases: list[str] | None = None,
+) -> None:
+    """Serve MCP over this process's stdin and stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    options = options or ServeOptions()
+    pipeline = _load(pipeline)
+    # Entered first, so stray prints while the stores open go to stderr, not the protocol.
+    async with (
+        stdio_server() as (read_stream, write_stream),
+        KnowledgeService(pipeline, knowledge_bases) as service,
+    ):
+        server = create_mcp_server(service, options, log_requests=True)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def serve(
+    pipeline: Pipeline | str | Path,
+    *,
+    stdio: bool = False,
+    options: ServeOptions | None = None,
+    knowledge_bases: list[str] | None = None,
+) -> None:
+    """Build ``pipeline`` once and serve its knowledge bases read-only; blocks until stopped.
+
+    Over HTTP (the JSON API and MCP at ``/mcp``) on ``options.host:port``
+    (127.0.0.1:8765 by default), or MCP over stdio with ``stdio=True``.
+    """
+    if stdio:
+        asyncio.run(serve_stdio(pipeline, options, knowledge_bases=knowledge_bases))
+    else:
+        asyncio.run(
+            serve_http(
+                pipeline,
+                options,
+                knowledge_bases=knowledge_bases,
+                announce=lambda line: print(line, file=sys.stderr, flush=True),
+            )
+        )

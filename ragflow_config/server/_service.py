@@ -1,0 +1,375 @@
+"""The knowledge bases of one pipeline, built once and served read-only to both front ends.
+
+``KnowledgeService`` owns the built pipeline. A supervisor task builds it
+and keeps it open; when a store cannot be reached at start the service
+still starts, not ready, and builds again (with backoff, and at once when a
+request asks) until the store answers. Once built, a store that goes away
+makes requests fail with :class:`Unavailable` (HTTP 503) until it returns:
+the stores reconnect by themselves, so no restart is needed.
+
+The MCP tool is the agentic ``RAGMiddleware``'s own ``search_knowledge``
+tool, taken from the pipeline's ``middlewares:`` block (see
+:func:`tool_middleware_index`), so its name, arguments, description, ranking
+and result text are the agent's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from .._errors import (
+    CollectionMismatchError,
+    EmbeddingError,
+    RagflowError,
+    UnstorableDocumentError,
+    VectorStoreError,
+)
+from ..message import DataBlock, TextBlock
+from ..middleware import RAGMiddleware
+from ..middleware._rag.tool import SearchKnowledgeTool
+from ..pipeline import Pipeline
+from ..pipeline._build import BuiltPipeline
+from ..pipeline._spec import MiddlewareSpec, PipelineSpec
+from ..rag import DocumentSummary, KnowledgeBase, VectorSearchResult
+from ..rag._stores.base import flatten_filter
+
+logger = logging.getLogger("ragflow_config.server")
+
+Blocks = list[TextBlock | DataBlock]
+
+
+class ServiceError(RagflowError):
+    """A request the service cannot answer; ``status`` is its HTTP status."""
+
+    status = 500
+
+
+class BadRequest(ServiceError):
+    status = 400
+
+
+class NotFound(ServiceError):
+    status = 404
+
+
+class Unavailable(ServiceError):
+    """A store or embedding service cannot be reached now; retrying later may succeed."""
+
+    status = 503
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure that may pass when a store or service comes back."""
+    if isinstance(exc, UnstorableDocumentError):
+        return False
+    return isinstance(exc, (VectorStoreError, EmbeddingError, ConnectionError, TimeoutError))
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for a client: what is down, without a traceback."""
+    if isinstance(exc, (VectorStoreError, EmbeddingError, CollectionMismatchError)):
+        return str(exc)
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseInfo:
+    """What a client may know of a knowledge base: its name and description."""
+
+    name: str
+    description: str
+
+
+def tool_middleware_index(spec: PipelineSpec, names: Sequence[str]) -> int | None:
+    """Which ``middlewares:`` entry supplies the ``search_knowledge`` tool, or None.
+
+    The first ``rag`` middleware in agentic mode over the served knowledge
+    bases; else the first ``rag`` middleware over them in any mode (its
+    top_k, threshold and reranker, offered as a tool); else none, and the
+    tool searches every served knowledge base with the defaults.
+    """
+    candidates = [
+        (index, middleware)
+        for index, middleware in enumerate(spec.middlewares)
+        if middleware.type == "rag" and set(middleware.knowledge_bases) <= set(names)
+    ]
+    for index, middleware in candidates:
+        if middleware.parameters.get("mode", "agentic") == "agentic":
+            return index
+    return candidates[0][0] if candidates else None
+
+
+class _Described:
+    """A stand-in with a knowledge base's name and description, for the tool's declaration."""
+
+    def __init__(self, name: str, description: str) -> None:
+        self.name = name
+        self.description = description
+
+
+async def _not_built(*_: Any) -> list[VectorSearchResult]:
+    raise Unavailable("the knowledge bases are not open yet: the vector store cannot be reached")
+
+
+class KnowledgeService:
+    """A pipeline's knowledge bases, open for searching and listing; use ``async with``."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        knowledge_bases: Sequence[str] | None = None,
+        *,
+        retry_seconds: tuple[float, float] = (0.5, 30.0),
+        attempt_timeout: float = 15.0,
+    ) -> None:
+        names = list(knowledge_bases) if knowledge_bases else pipeline.knowledge_base_names
+        pipeline._check_names(names)
+        self._pipeline = pipeline
+        self._names = names
+        specs = {kb.name: kb for kb in pipeline.spec.knowledge_bases}
+        self.infos = [KnowledgeBaseInfo(n, specs[n].description) for n in names]
+        self._retry_seconds = retry_seconds
+        self._attempt_timeout = attempt_timeout
+        self._middleware_index = tool_middleware_index(pipeline.spec, names)
+        middleware_spec = self.tool_middleware_spec
+        tool_names = middleware_spec.knowledge_bases if middleware_spec else names
+        # The tool's declaration depends only on names and descriptions, so it
+        # is offered before the stores open: MCP clients list tools once.
+        self._declared_tool = SearchKnowledgeTool(
+            cast(list[KnowledgeBase], [_Described(n, specs[n].description) for n in tool_names]),
+            _not_built,
+        )
+        self._built: BuiltPipeline | None = None
+        self._tool: SearchKnowledgeTool | None = None
+        self._error: str | None = "not started"
+        self._fatal: BaseException | None = None
+        self._present: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._attempt: asyncio.Future[None] | None = None
+
+    # -- life cycle --------------------------------------------------------
+
+    @property
+    def tool_middleware_spec(self) -> MiddlewareSpec | None:
+        index = self._middleware_index
+        return None if index is None else self._pipeline.spec.middlewares[index]
+
+    async def __aenter__(self) -> KnowledgeService:
+        self._stopping = asyncio.Event()
+        self._kick = asyncio.Event()
+        self._attempt = asyncio.get_running_loop().create_future()
+        first = self._attempt
+        self._task = asyncio.create_task(self._supervise(), name="ragflow-config serve: stores")
+        await asyncio.shield(first)
+        if self._fatal is not None:
+            await self._task
+            raise self._fatal
+        if self._built is None:
+            logger.warning("not ready, retrying in the background: %s", self._error)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    def _finish_attempt(self) -> None:
+        done, self._attempt = self._attempt, asyncio.get_running_loop().create_future()
+        if done is not None and not done.done():
+            done.set_result(None)
+
+    async def _supervise(self) -> None:
+        delay, longest = self._retry_seconds
+        while not self._stopping.is_set():
+            try:
+                async with self._pipeline.build(self._names) as built:
+                    self._use(built)
+                    self._finish_attempt()
+                    await self._stopping.wait()
+                    self._built = self._tool = None
+                    return
+            except Exception as exc:
+                if not is_transient(exc):
+                    self._fatal = exc
+                    self._error = describe_failure(exc)
+                    self._finish_attempt()
+                    return
+                if self._error != describe_failure(exc):
+                    logger.warning("cannot open the knowledge bases: %s", describe_failure(exc))
+                self._error = describe_failure(exc)
+                self._finish_attempt()
+            self._kick.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kicked_or_stopping(), timeout=delay)
+            delay = min(delay * 2, longest)
+
+    async def _kicked_or_stopping(self) -> None:
+        waiters = [
+            asyncio.ensure_future(self._kick.wait()),
+            asyncio.ensure_future(self._stopping.wait()),
+        ]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    def _use(self, built: BuiltPipeline) -> None:
+        if self._middleware_index is None:
+            middleware = RAGMiddleware([built.knowledge_bases[n] for n in self._names])
+        else:
+            middleware = self._built_middleware(built)
+        if middleware.parameters.mode != "agentic":
+            middleware = RAGMiddleware(
+                middleware.knowledge_bases,
+                middleware.parameters.model_copy(update={"mode": "agentic"}),
+                rerank_model=middleware.rerank_model,
+            )
+        self._tool = SearchKnowledgeTool(middleware.knowledge_bases, middleware.retrieve)
+        self._built = built
+        if self._error != "not started":
+            logger.warning("the knowledge bases are open again")
+        self._error = None
+
+    def _built_middleware(self, built: BuiltPipeline) -> RAGMiddleware:
+        """The built instance of the chosen ``middlewares:`` entry (built in file order)."""
+        kept = [
+            index
+            for index, middleware in enumerate(self._pipeline.spec.middlewares)
+            if set(middleware.knowledge_bases) <= set(self._names)
+        ]
+        middleware = built.middlewares[kept.index(cast(int, self._middleware_index))]
+        if not isinstance(middleware, RAGMiddleware):  # a plugin registered as "rag"
+            raise TypeError(f"middleware {type(middleware).__name__} is not a RAGMiddleware")
+        return middleware
+
+    async def _open(self) -> BuiltPipeline:
+        """The built pipeline; when not built, one more attempt (shared by waiting requests)."""
+        if self._built is not None:
+            return self._built
+        if self._fatal is None and self._attempt is not None and not self._stopping.is_set():
+            attempt = self._attempt
+            self._kick.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(attempt), timeout=self._attempt_timeout)
+        if self._built is None:
+            raise Unavailable(f"the knowledge bases are not open: {self._error}")
+        return self._built
+
+    # -- what clients may ask ----------------------------------------------
+
+    @property
+    def tool(self) -> SearchKnowledgeTool:
+        """The ``search_knowledge`` tool: the real one once built, its declaration before."""
+        return self._tool or self._declared_tool
+
+    def info(self, name: str) -> KnowledgeBaseInfo:
+        for info in self.infos:
+            if info.name == name:
+                return info
+        known = ", ".join(info.name for info in self.infos) or "none"
+        raise NotFound(f"no knowledge base named {name!r} (served: {known})")
+
+    async def knowledge_base(self, name: str) -> KnowledgeBase:
+        self.info(name)
+        return (await self._open()).knowledge_bases[name]
+
+    async def _collection_present(self, kb: KnowledgeBase) -> bool:
+        """Whether the collection exists (never creating it: this server only reads)."""
+        if kb.name in self._present:
+            return True
+        try:
+            found = await kb.vector_store.collection_dimensions(kb.collection)
+            if found is None:
+                return False
+            await kb.ensure_collection()  # checks the dimensions; creates nothing
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        self._present.add(kb.name)
+        return True
+
+    def _failure(self, exc: Exception) -> ServiceError:
+        if isinstance(exc, ServiceError):
+            return exc
+        if is_transient(exc) or isinstance(exc, CollectionMismatchError):
+            logger.warning("request failed: %s", describe_failure(exc))
+            return Unavailable(describe_failure(exc))
+        logger.error("request failed", exc_info=exc)
+        return ServiceError("internal error; the server's log has the details")
+
+    async def readiness(self) -> dict[str, Any]:
+        """Each knowledge base's collection as the store reports it; Unavailable if it cannot."""
+        built = await self._open()
+        report: dict[str, Any] = {}
+        for name in self._names:
+            kb = built.knowledge_bases[name]
+            present = await self._collection_present(kb)
+            report[name] = "ready" if present else "empty: not indexed yet"
+        return report
+
+    async def search(
+        self,
+        name: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        score_threshold: float | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope."""
+        try:
+            flatten_filter(where)
+        except ValueError as exc:
+            raise BadRequest(str(exc).replace("metadata_filter", "filter")) from None
+        kb = await self.knowledge_base(name)
+        if not await self._collection_present(kb):
+            return []
+        try:
+            return await kb.search(
+                [query], top_k=top_k, score_threshold=score_threshold, where=where
+            )
+        except Exception as exc:
+            raise self._failure(exc) from exc
+
+    async def list_documents(self, name: str) -> list[DocumentSummary]:
+        kb = await self.knowledge_base(name)
+        if not await self._collection_present(kb):
+            return []
+        try:
+            documents = await kb.list_documents()
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        return sorted(documents, key=lambda d: (d.source, d.document_id))
+
+    async def document_text(self, name: str, document_id: str, *, max_chunks: int) -> str:
+        """A document's text chunks in order, as the store holds them (at most ``max_chunks``)."""
+        kb = await self.knowledge_base(name)
+        if not await self._collection_present(kb):
+            raise NotFound(f"{name} has no document {document_id!r}")
+        try:
+            chunks = await kb.list_chunks(document_id, limit=max_chunks)
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        if not chunks:
+            raise NotFound(f"{name} has no document {document_id!r}")
+        parts = [
+            c.content.text if isinstance(c.content, TextBlock) else f"<{c.content.media_type}>"
+            for c in chunks
+        ]
+        return "\n\n".join(parts)
+
+    async def call_tool(self, arguments: dict[str, Any]) -> Blocks:
+        """Run ``search_knowledge`` as the agent's toolkit would, after the arguments are checked."""
+        await self._open()
+        try:
+            return await self.tool.call(**arguments)
+        except Exception as exc:
+            raise self._failure(exc) from exc

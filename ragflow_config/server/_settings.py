@@ -1,0 +1,90 @@
+"""What the server is told: the bearer token (from the environment only) and its limits."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+from .._errors import RagflowError
+from ..credential._base import CredentialBase
+
+DEFAULT_TOKEN_VARIABLE = "RAGFLOW_SERVE_TOKEN"
+MIN_TOKEN_LENGTH = 16
+
+
+class ServeCredential(CredentialBase):
+    """The bearer token clients must send; ``RAGFLOW_SERVE_TOKEN``. Optional.
+
+    Read from the environment only: a pipeline file never holds it, and no
+    log line, error or ``repr`` shows it.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="RAGFLOW_SERVE_", extra="ignore", frozen=True)
+    token: SecretStr | None = None
+
+
+class TokenError(RagflowError):
+    """The token in the environment is unusable (too short, or blank)."""
+
+
+def read_token(variable: str = DEFAULT_TOKEN_VARIABLE) -> SecretStr | None:
+    """The token held by ``variable``, or ``None`` when it is unset or empty."""
+    raw = os.environ.get(variable)
+    if not raw:
+        return None
+    token = ServeCredential(token=raw).token
+    assert token is not None
+    value = token.get_secret_value()
+    if value != value.strip() or len(value) < MIN_TOKEN_LENGTH:
+        raise TokenError(
+            f"${variable} must be at least {MIN_TOKEN_LENGTH} characters with no surrounding "
+            "whitespace; make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    return token
+
+
+class ServeOptions(BaseModel):
+    """Limits and switches of a server. Every bound has a default that fits a search service."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(default="127.0.0.1", description="Address to bind; loopback by default.")
+    port: int = Field(default=8765, ge=0, le=65535, description="Port to bind; 0 picks a free one.")
+    token: SecretStr | None = Field(
+        default=None, description="Bearer token every HTTP request must carry; None: none needed."
+    )
+    max_body_bytes: int = Field(
+        default=64 * 1024, ge=1024, description="Largest request body accepted (413 beyond)."
+    )
+    max_query_chars: int = Field(
+        default=2000, ge=1, description="Longest query accepted, in characters (400 beyond)."
+    )
+    max_filter_keys: int = Field(
+        default=16, ge=1, description="Most key paths a client filter may name (400 beyond)."
+    )
+    max_list_limit: int = Field(
+        default=1000, ge=1, description="Most documents one listing page returns."
+    )
+    drain_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="On SIGTERM, how long in-flight requests may finish before they are cut.",
+    )
+    access_log: bool = Field(default=True, description="One log line per request.")
+    log_queries: bool = Field(
+        default=False, description="Also log the text of each query (off: queries may be private)."
+    )
+    mcp_path: str = Field(default="/mcp", description="Where MCP over streamable HTTP is served.")
+
+    @property
+    def loopback(self) -> bool:
+        """Whether ``host`` reaches this machine only."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False

@@ -1,0 +1,142 @@
+"""Helpers for the `ragflow-config serve` tests: a two-tenant corpus and a real server process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from ragflow_config.pipeline import Pipeline, RunOptions
+
+TOKEN = "test-token-0123456789abcdef"
+
+# Two tenants' documents; each sentence names what only it holds, so a lexical
+# (hashing) model finds it by those words.
+CORPUS = {
+    "tutorial/files.md": "# Reading files\n\nOpen a file with open() and read it line by line "
+    "with a for loop over the file object. Close it with a with statement.\n\n"
+    "Writing files uses the write method of the file object, then close.",
+    "tutorial/lists.md": "# Lists\n\nA list holds items in order. Append adds an item to the "
+    "end of the list; pop removes the last item of the list.",
+    "tutorial/loops.md": "# Loops\n\nThe for statement iterates over the items of any sequence, "
+    "such as a list or a string, in the order that they appear.",
+    "howto/logging.md": "# Logging HOWTO\n\nConfigure logging with basicConfig; a handler sends "
+    "log records to a file. The secret howto word is zanzibar.",
+    "howto/sorting.md": "# Sorting HOWTO\n\nThe sorted function takes a key function; sorting "
+    "is stable. Read the file of records, then sort them by key.",
+}
+
+PIPELINE = """\
+version: 1
+vector_stores:
+  store: {store}
+embeddings:
+  hashing: {{type: hashing, parameters: {{dimensions: 64}}}}
+knowledge_bases:
+  - name: tutorial
+    description: The Python tutorial, for newcomers.
+    sources: [{{path: corpus/tutorial}}]
+    parsers: [{{type: text}}]
+    chunker: {{type: approx_token, parameters: {{chunk_size: 24, overlap: 0}}}}
+    embedding: hashing
+    vector_store: store
+    collection: shared
+    metadata_filter: {{tenant_id: tutorial}}
+  - name: howto
+    description: HOWTO guides on logging and sorting.
+    sources: [{{path: corpus/howto}}]
+    parsers: [{{type: text}}]
+    chunker: {{type: approx_token, parameters: {{chunk_size: 24, overlap: 0}}}}
+    embedding: hashing
+    vector_store: store
+    collection: shared
+    metadata_filter: {{tenant_id: howto}}
+{middlewares}"""
+
+AGENTIC = """\
+middlewares:
+  - type: rag
+    knowledge_bases: [tutorial, howto]
+    parameters: {mode: agentic, top_k: 3}
+"""
+
+QDRANT = "{type: qdrant, parameters: {path: store}}"
+
+
+def write_pipeline(
+    folder: Path, store: str = QDRANT, middlewares: str = AGENTIC, corpus: dict[str, str] = CORPUS
+) -> Path:
+    for name, text in corpus.items():
+        path = folder / "corpus" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    file = folder / "pipeline.yaml"
+    file.write_text(PIPELINE.format(store=store, middlewares=middlewares), encoding="utf-8")
+    return file
+
+
+async def index(file: Path) -> None:
+    await Pipeline.load(file).run(options=RunOptions(workers=0))
+
+
+class ServerProcess:
+    """`ragflow-config serve` in a child process, on a free loopback port.
+
+    Waits for the line that announces the address; every line of its stderr
+    is kept in ``lines``.
+    """
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ragflow_config.cli", "serve", "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+        self.lines: list[str] = []
+        self.url = ""
+        self._announced = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._announced.wait(timeout=120) or not self.url:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("the server did not start:\n" + self.log)
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+            if line.startswith("serving ") and " on http://" in line and not self.url:
+                self.url = line.split(" on ", 1)[1].split(" ", 1)[0]
+                self._announced.set()
+        self._announced.set()
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+    def access_lines(self) -> list[str]:
+        return [line for line in self.lines if "ragflow_config.server.access" in line]
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit code once the drain is over."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=60)
+        self._reader.join(timeout=10)
+        return code
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._reader.join(timeout=10)
