@@ -7,10 +7,6 @@ own process just before its N-th write (an upsert batch or a delete).
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +14,7 @@ import pytest
 from ragflow_config.pipeline import Pipeline, RunOptions
 
 from ._corpus import write_corpus, write_pipeline
+from ._killing import install_plugin, run_killed
 from .test_incremental import stored_chunks
 
 PLUGIN = '''
@@ -51,32 +48,11 @@ class KillingQdrantStore(QdrantStore):
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "killing_store.py").write_text(PLUGIN, encoding="utf-8")
-    info = root / "killing_store-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: killing-store\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[ragflow_config.vector_stores]\nkilling_qdrant = killing_store:KillingQdrantStore\n"
-    )
-    return root
-
-
-def run_killed(pipeline: Path, kill_at: int, plugin_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
-        "RAGFLOW_TEST_KILL_AT": str(kill_at),
-    }
-    process = subprocess.run(
-        [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline), "--workers", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert process.returncode == -signal.SIGKILL, (
-        f"the run was not killed at write {kill_at}: exit {process.returncode}\n{process.stderr}"
+    return install_plugin(
+        tmp_path_factory.mktemp("plugin"),
+        "killing_store",
+        PLUGIN,
+        {"killing_qdrant": "KillingQdrantStore"},
     )
 
 
@@ -132,7 +108,7 @@ async def test_killed_first_run_converges(tmp_path: Path, plugin_path: Path, kil
     corpus = tmp_path / "corpus"
     write_corpus(corpus, 24)
     killing, plain = pipelines(tmp_path, corpus, "index")
-    run_killed(killing, kill_at, plugin_path)
+    run_killed(killing, plugin_path, RAGFLOW_TEST_KILL_AT=str(kill_at))
 
     pipeline = Pipeline.load(plain)
     report = (await pipeline.run(options=RunOptions(workers=0))).knowledge_bases[0]
@@ -151,7 +127,7 @@ async def test_killed_update_run_converges(tmp_path: Path, plugin_path: Path, ki
     await pipeline.run(options=RunOptions(workers=0))
     edit_corpus(corpus)
 
-    run_killed(killing, kill_at, plugin_path)
+    run_killed(killing, plugin_path, RAGFLOW_TEST_KILL_AT=str(kill_at))
     await pipeline.run(options=RunOptions(workers=0))
     assert await stored_chunks(pipeline) == await reference_state(tmp_path, corpus)
     assert not (await pipeline.run(options=RunOptions(workers=0, dry_run=True))).pending

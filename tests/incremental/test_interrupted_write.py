@@ -10,11 +10,7 @@ stored mix of old and new chunks must still be found and repaired.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -24,6 +20,7 @@ from ragflow_config.cli import main
 from ragflow_config.pipeline import Pipeline, RunOptions
 
 from ._corpus import WORDS
+from ._killing import install_plugin, run_killed
 from .test_incremental import stored_chunks
 
 PLUGIN = '''
@@ -75,23 +72,16 @@ knowledge_bases:
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "killing_stores.py").write_text(PLUGIN, encoding="utf-8")
-    info = root / "killing_stores-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: killing-stores\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[ragflow_config.vector_stores]\n"
-        + "".join(
-            f"{name} = killing_stores:{cls}\n"
-            for name, cls in [
-                ("killing_qdrant", "KillingQdrant"),
-                ("killing_milvus", "KillingMilvus"),
-                ("killing_pgvector", "KillingPgVector"),
-            ]
-        )
+    return install_plugin(
+        tmp_path_factory.mktemp("plugin"),
+        "killing_stores",
+        PLUGIN,
+        {
+            "killing_qdrant": "KillingQdrant",
+            "killing_milvus": "KillingMilvus",
+            "killing_pgvector": "KillingPgVector",
+        },
     )
-    return root
 
 
 def long_text(seed: int) -> str:
@@ -118,23 +108,6 @@ def write_pipelines(folder: Path, store: str) -> tuple[Path, Path]:
         )
         paths.append(path)
     return paths[0], paths[1]
-
-
-def run_killed(pipeline: Path, plugin_path: Path) -> None:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
-    }
-    process = subprocess.run(
-        [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline), "--workers", "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert process.returncode == -signal.SIGKILL, (
-        f"the run was not killed inside a write: exit {process.returncode}\n{process.stderr}"
-    )
 
 
 @pytest.mark.slow
