@@ -32,6 +32,8 @@ def register(commands: Commands) -> None:
 def _eval(args: argparse.Namespace) -> int:
     from ..evaluation import (
         check_thresholds,
+        compare,
+        describe_test,
         evaluate,
         format_comparison,
         format_table,
@@ -68,6 +70,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     failures: list[str] = []
     output: dict[str, Any] = {}
+    comparisons: dict[str, Any] = {}
     for name in names:
         spec = next(kb.evaluation for kb in first.spec.knowledge_bases if kb.name == name)
         assert spec is not None
@@ -82,6 +85,18 @@ def _eval(args: argparse.Namespace) -> int:
         output[name] = {
             label: result.as_dict() for label, result in zip(labels, results, strict=True)
         }
+        if len(results) == 2:
+            comparisons[name] = {
+                "test": describe_test(results[0].query_count),
+                "metrics": {
+                    row.metric: {
+                        "difference": row.difference,
+                        "p_value": row.p_value,
+                        "significant": row.significant,
+                    }
+                    for row in compare(results[0], results[1])
+                },
+            }
         if not args.json:
             if len(results) == 1:
                 print(format_table(results[0], f"{name} ({labels[0]})"))
@@ -89,7 +104,11 @@ def _eval(args: argparse.Namespace) -> int:
                 print(format_comparison(results[0], results[1], labels[0], labels[1]))
             print()
     if args.json:
-        print_json({"results": output, "failures": failures})
+        document: dict[str, Any] = {"results": output, "failures": failures}
+        if comparisons:
+            # Right minus left, per knowledge base; p from a paired randomisation test.
+            document["comparisons"] = comparisons
+        print_json(document)
     for failure in failures:
         print(f"FAILED {failure}", file=sys.stderr)
     return EXIT_ERROR if failures else EXIT_OK

@@ -29,14 +29,32 @@ and R relevant sources:
 - ``hit_rate@k`` = 1 if any of the top k is relevant, else 0.
 - ``mrr@k`` = 1 / rank of the first relevant source; 0 when none is in the
   top k (the reciprocal rank is cut at k, unlike trec_eval's).
-- ``ndcg@k`` = DCG@k / IDCG@k with DCG@k = sum over i <= k of
-  (2^g_i - 1) / log2(i + 1), and IDCG@k the DCG of the judged grades
-  sorted best first (the ideal ranking).
+- ``map@k`` = average precision over the top k, trec_eval's ``map_cut_k``:
+  the sum of precision@i at each rank i <= k holding a relevant source,
+  divided by R (not by min(k, R)), so relevant sources below k add 0.
+- ``ndcg@k`` = DCG@k / IDCG@k with **linear gain**, trec_eval's
+  ``ndcg_cut_k``: DCG@k = sum over i <= k of g_i / log2(i + 1), and IDCG@k
+  the DCG of the judged grades sorted best first (the ideal ranking).
+- ``ndcg_exp@k``: the same with **exponential gain** 2^g_i - 1 (Burges et
+  al.), which weighs high grades more. With binary judgements (every grade
+  1) the two are equal.
 
 Each metric of the result is the macro average: the mean over queries. A
 query judged to have no relevant source scores 0 on every metric and counts
 in the averages, as in trec_eval; ``EvaluationResult.no_relevant_count``
-reports how many there are.
+reports how many there are. A source that is not judged counts as not
+relevant, as does one judged with grade 0.
+
+Ties: trec_eval sorts a run by score and breaks ties by document id; here
+the knowledge base's order is kept, since that is the order an agent reads.
+
+Comparing two runs
+------------------
+:func:`compare` pairs the per-query values of two runs of one query set and
+gives each metric's difference a two-sided p-value from a paired
+randomisation test (exact for up to 13 queries, else 10,000 random sign
+patterns with a fixed seed, so the p-values are reproducible);
+:func:`format_comparison` prints them and marks p < 0.05 with ``*``.
 """
 
 from ._evaluate import evaluate
@@ -44,18 +62,23 @@ from ._metrics import METRICS, metric_label
 from ._queries import JudgedQuery, Judgement, load_queries
 from ._report import check_thresholds, format_comparison, format_table
 from ._results import EvaluationResult, QueryResult, RankedSource
+from ._significance import MetricComparison, compare, describe_test, randomization_test
 
 __all__ = [
     "METRICS",
     "EvaluationResult",
     "JudgedQuery",
     "Judgement",
+    "MetricComparison",
     "QueryResult",
     "RankedSource",
     "check_thresholds",
+    "compare",
+    "describe_test",
     "evaluate",
     "format_comparison",
     "format_table",
     "load_queries",
     "metric_label",
+    "randomization_test",
 ]

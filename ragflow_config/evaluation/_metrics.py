@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-METRICS = ("recall", "precision", "mrr", "ndcg", "hit_rate")
-"""Metric names, in display order; also the keys of ``EvaluationThresholds``."""
+METRICS = ("recall", "precision", "mrr", "map", "ndcg", "ndcg_exp", "hit_rate")
+"""Metric names, in display order; also the keys of ``EvaluationThresholds``.
+
+``ndcg`` has linear gain (the grade), as trec_eval's ``ndcg_cut``;
+``ndcg_exp`` has exponential gain (2^grade - 1). ``map`` is trec_eval's
+``map_cut``: average precision over the top k.
+"""
+
+GAINS = (
+    "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut"
+)
+"""One line stating how the metrics whose names could mislead are computed."""
 
 
 def metric_label(name: str, k: int) -> str:
@@ -25,18 +35,46 @@ def score_ranking(grades: Sequence[int], judged: Sequence[int], k: int) -> dict[
     top = list(grades[:k])
     found = sum(1 for grade in top if grade > 0)
     first = next((rank for rank, grade in enumerate(top, start=1) if grade > 0), None)
-    ideal = _dcg(sorted(judged, reverse=True)[:k])
+    ideal = sorted(judged, reverse=True)[:k]
+    ideal_linear, ideal_exp = _dcg(ideal, _linear), _dcg(ideal, _exponential)
     return {
         "recall": found / len(judged) if judged else 0.0,
         "precision": found / k,
         "mrr": 1 / first if first else 0.0,
-        "ndcg": _dcg(top) / ideal if ideal else 0.0,
+        "map": _average_precision(top, len(judged)),
+        "ndcg": _dcg(top, _linear) / ideal_linear if ideal_linear else 0.0,
+        "ndcg_exp": _dcg(top, _exponential) / ideal_exp if ideal_exp else 0.0,
         "hit_rate": 1.0 if found else 0.0,
     }
 
 
-def _dcg(grades: Sequence[int]) -> float:
-    return sum((2**grade - 1) / math.log2(rank + 1) for rank, grade in enumerate(grades, start=1))
+def _average_precision(top: Sequence[int], relevant: int) -> float:
+    """Precision at the rank of each relevant entry, summed, over all ``relevant`` sources.
+
+    Relevant sources missing from ``top`` add 0, as in trec_eval's ``map_cut``,
+    so the value at k is at most min(k, R) / R.
+    """
+    if not relevant:
+        return 0.0
+    found = 0
+    total = 0.0
+    for rank, grade in enumerate(top, start=1):
+        if grade > 0:
+            found += 1
+            total += found / rank
+    return total / relevant
+
+
+def _linear(grade: int) -> float:
+    return float(grade)
+
+
+def _exponential(grade: int) -> float:
+    return float(2**grade - 1)
+
+
+def _dcg(grades: Sequence[int], gain: Callable[[int], float]) -> float:
+    return sum(gain(grade) / math.log2(rank + 1) for rank, grade in enumerate(grades, start=1))
 
 
 def mean_metrics(per_query: Sequence[Mapping[str, float]]) -> dict[str, float]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ._metrics import METRICS, metric_label
+from ._metrics import GAINS, METRICS, metric_label
 from ._results import EvaluationResult
+from ._significance import PERMUTATIONS, SEED, SIGNIFICANCE_LEVEL, compare, describe_test
 
 if TYPE_CHECKING:
     from ..pipeline._spec import EvaluationThresholds
@@ -55,26 +56,42 @@ def format_table(result: EvaluationResult, title: str) -> str:
         lines.append(f"no relevant source in the top {result.k}: {', '.join(missed)}")
     if unanswerable:
         lines.append(f"judged with no relevant source (scored 0): {', '.join(unanswerable)}")
+    lines.append(GAINS)
     return "\n".join(lines)
 
 
 def format_comparison(
-    left: EvaluationResult, right: EvaluationResult, left_label: str, right_label: str
+    left: EvaluationResult,
+    right: EvaluationResult,
+    left_label: str,
+    right_label: str,
+    *,
+    permutations: int = PERMUTATIONS,
+    seed: int = SEED,
 ) -> str:
-    """Two runs of the same query set side by side; ``difference`` is right minus left."""
-    if left.k != right.k:
-        raise ValueError(f"cannot compare k = {left.k} with k = {right.k}")
-    left_ids = [row.id for row in left.queries]
-    right_ids = [row.id for row in right.queries]
-    if sorted(left_ids) != sorted(right_ids):
-        raise ValueError("cannot compare results of different query sets")
-    rows = [["metric", left_label, right_label, "difference"]]
-    for name in METRICS:
-        before, after = left.metrics[name], right.metrics[name]
+    """Two runs of the same query set side by side.
+
+    ``difference`` is right minus left; ``p`` is the two-sided p-value of a
+    paired randomisation test over the per-query values, and ``*`` marks
+    p < 0.05.
+    """
+    rows = [["metric", left_label, right_label, "difference", "p", ""]]
+    for row in compare(left, right, permutations=permutations, seed=seed):
         # round() first so that a zero difference shows as +0.0000, never -0.0000.
-        change = round(after - before, 4) + 0.0
-        rows.append([metric_label(name, left.k), f"{before:.4f}", f"{after:.4f}", f"{change:+.4f}"])
-    return "\n".join([f"{_count(left.query_count)}, k = {left.k}", *_render(rows)])
+        change = round(row.difference, 4) + 0.0
+        rows.append(
+            [
+                metric_label(row.metric, left.k),
+                f"{row.left:.4f}",
+                f"{row.right:.4f}",
+                f"{change:+.4f}",
+                f"{row.p_value:.4f}",
+                "*" if row.significant else "",
+            ]
+        )
+    n = left.query_count
+    legend = f"p: {describe_test(n, permutations, seed)}; * p < {SIGNIFICANCE_LEVEL}"
+    return "\n".join([f"{_count(n)}, k = {left.k}", *_render(rows), legend, GAINS])
 
 
 def _count(queries: int) -> str:

@@ -89,7 +89,24 @@ class EvaluationThresholds(_Strict):
     recall: float | None = Field(default=None, ge=0, le=1, description="Minimum recall@k.")
     precision: float | None = Field(default=None, ge=0, le=1, description="Minimum precision@k.")
     mrr: float | None = Field(default=None, ge=0, le=1, description="Minimum mean reciprocal rank.")
-    ndcg: float | None = Field(default=None, ge=0, le=1, description="Minimum nDCG@k.")
+    map: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Minimum mean average precision over the top k (trec_eval's map_cut_k).",
+    )
+    ndcg: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Minimum nDCG@k with linear gain (the grade), as trec_eval's ndcg_cut_k.",
+    )
+    ndcg_exp: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Minimum nDCG@k with exponential gain (2^grade - 1).",
+    )
     hit_rate: float | None = Field(default=None, ge=0, le=1, description="Minimum hit rate@k.")
 
 

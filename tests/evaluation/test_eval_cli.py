@@ -110,7 +110,7 @@ def test_two_pipelines_are_compared_side_by_side(
     assert main(["eval", str(left), str(right)]) == 0
     out = capsys.readouterr().out
     header = out.splitlines()[1].split()
-    assert header == ["metric", str(left), str(right), "difference"]
+    assert header == ["metric", str(left), str(right), "difference", "p"]
 
 
 # Hashing embeddings are lexical: a query ranks first the file holding all its
@@ -141,15 +141,54 @@ def test_a_comparison_reports_each_metric_of_both_pipelines_and_their_difference
     assert main(["eval", str(whole), str(no_tea)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "3 queries, k = 2"
-    assert lines[1].split() == ["metric", str(whole), str(no_tea), "difference"]
-    rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
+    assert lines[1].split() == ["metric", str(whole), str(no_tea), "difference", "p"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:9]}
     # whole, k = 2: q1 [cats, -], q2 [dogs, tea], q3 [tea, -]: all found at rank 1.
     # no-tea: q1 [cats, -]; q2 [dogs, cats]: half its relevant files; q3 nothing relevant.
-    # ndcg of q2 without tea: (1/log2 2) / (1/log2 2 + 1/log2 3) = 0.6131.
+    # ndcg of q2 without tea: (1/log2 2) / (1/log2 2 + 1/log2 3) = 0.6131 (grade 1: both gains).
+    # AP of q2 without tea: (1/1) / 2 = 0.5.
+    # p, exact over 2^3 patterns; q1 never differs, so only the signs of q2 and q3 matter:
+    # one non-zero difference -> p = 1; two of one sign -> |sum| is reached by 2 of 4 -> 0.5.
     assert rows == {
-        "recall@2": ["1.0000", "0.5000", "-0.5000"],  # (1 + 1/2 + 0) / 3
-        "precision@2": ["0.6667", "0.3333", "-0.3333"],  # (1/2 + 2/2 + 1/2) / 3, (1/2 + 1/2) / 3
-        "mrr@2": ["1.0000", "0.6667", "-0.3333"],
-        "ndcg@2": ["1.0000", "0.5377", "-0.4623"],  # (1 + 0.6131 + 0) / 3
-        "hit_rate@2": ["1.0000", "0.6667", "-0.3333"],
+        "recall@2": ["1.0000", "0.5000", "-0.5000", "0.5000"],  # (1 + 1/2 + 0) / 3
+        # (1/2 + 2/2 + 1/2) / 3, (1/2 + 1/2) / 3
+        "precision@2": ["0.6667", "0.3333", "-0.3333", "0.5000"],
+        "mrr@2": ["1.0000", "0.6667", "-0.3333", "1.0000"],  # only q3 differs
+        "map@2": ["1.0000", "0.5000", "-0.5000", "0.5000"],  # (1 + 0.5 + 0) / 3
+        "ndcg@2": ["1.0000", "0.5377", "-0.4623", "0.5000"],  # (1 + 0.6131 + 0) / 3
+        "ndcg_exp@2": ["1.0000", "0.5377", "-0.4623", "0.5000"],
+        "hit_rate@2": ["1.0000", "0.6667", "-0.3333", "1.0000"],
     }
+    assert lines[9] == (
+        "p: paired randomisation test, two-sided, exact over all 8 sign patterns; * p < 0.05"
+    )
+
+    assert main(["eval", str(whole), str(no_tea), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    comparison = document["comparisons"]["notes"]
+    assert comparison["test"].startswith("paired randomisation test, two-sided, exact")
+    assert comparison["metrics"]["map"] == {
+        "difference": pytest.approx(-0.5),
+        "p_value": 0.5,
+        "significant": False,
+    }
+    assert set(comparison["metrics"]) == {
+        "recall",
+        "precision",
+        "mrr",
+        "map",
+        "ndcg",
+        "ndcg_exp",
+        "hit_rate",
+    }
+    assert document["results"]["notes"][str(no_tea)]["metrics"]["map"] == pytest.approx(0.5)
+
+
+def test_one_file_has_no_comparison_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.5)
+    assert main(["run", str(path), "--workers", "0"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(path), "--json"]) == 0
+    assert "comparisons" not in json.loads(capsys.readouterr().out)

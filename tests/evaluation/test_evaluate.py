@@ -86,19 +86,44 @@ async def test_metrics_of_known_rankings(knowledge_base: KnowledgeBase) -> None:
     assert rows["dogs"].ranking[0].source == "dogs.txt"
     assert "parrots.txt" not in [e.source for e in rows["dogs"].ranking]
 
-    # cats: recall 2/2, precision 2/3, mrr 1, ideal order so ndcg 1, hit 1.
+    # cats: recall 2/2, precision 2/3, mrr 1, AP (1/1 + 2/2) / 2 = 1, ideal order so
+    # both nDCGs 1, hit 1.
     assert rows["cats"].metrics == pytest.approx(
-        {"recall": 1, "precision": 2 / 3, "mrr": 1, "ndcg": 1, "hit_rate": 1}
+        {
+            "recall": 1,
+            "precision": 2 / 3,
+            "mrr": 1,
+            "map": 1,
+            "ndcg": 1,
+            "ndcg_exp": 1,
+            "hit_rate": 1,
+        }
     )
-    # dogs: recall 1/2, precision 1/3, mrr 1,
+    # dogs: recall 1/2, precision 1/3, mrr 1, AP (1/1) / 2 = 1/2, grades 1 so both
     # ndcg = (1/log2 2) / (1/log2 2 + 1/log2 3) = 1 / 1.63093 = 0.61315, hit 1.
     dogs_ndcg = 1 / (1 + 1 / math.log2(3))
     assert rows["dogs"].metrics == pytest.approx(
-        {"recall": 0.5, "precision": 1 / 3, "mrr": 1, "ndcg": dogs_ndcg, "hit_rate": 1}
+        {
+            "recall": 0.5,
+            "precision": 1 / 3,
+            "mrr": 1,
+            "map": 0.5,
+            "ndcg": dogs_ndcg,
+            "ndcg_exp": dogs_ndcg,
+            "hit_rate": 1,
+        }
     )
-    # files: one relevant source, first: recall 1, precision 1/3, mrr 1, ndcg 1, hit 1.
+    # files: one relevant source, first: recall 1, precision 1/3, mrr 1, AP 1, nDCG 1, hit 1.
     assert rows["files"].metrics == pytest.approx(
-        {"recall": 1, "precision": 1 / 3, "mrr": 1, "ndcg": 1, "hit_rate": 1}
+        {
+            "recall": 1,
+            "precision": 1 / 3,
+            "mrr": 1,
+            "map": 1,
+            "ndcg": 1,
+            "ndcg_exp": 1,
+            "hit_rate": 1,
+        }
     )
     # goldfish: nothing is relevant, so 0 everywhere, and it still counts in the mean.
     assert set(rows["goldfish"].metrics.values()) == {0.0}
@@ -109,7 +134,9 @@ async def test_metrics_of_known_rankings(knowledge_base: KnowledgeBase) -> None:
             "recall": (1 + 0.5 + 1 + 0) / 4,  # 0.625
             "precision": (2 / 3 + 1 / 3 + 1 / 3 + 0) / 4,  # 1/3
             "mrr": (1 + 1 + 1 + 0) / 4,  # 0.75
+            "map": (1 + 0.5 + 1 + 0) / 4,  # 0.625
             "ndcg": (1 + dogs_ndcg + 1 + 0) / 4,  # 0.65329
+            "ndcg_exp": (1 + dogs_ndcg + 1 + 0) / 4,
             "hit_rate": 3 / 4,
         }
     )

@@ -43,7 +43,8 @@ def result(*rows: QueryResult, k: int = 3) -> EvaluationResult:
 # q2: the one relevant source (of 2) at rank 2 -> recall 1/2, precision 1/3, mrr 1/2,
 #     ndcg = (1/log2 3) / (1 + 1/log2 3) = 0.63093 / 1.63093 = 0.38685, hit 1
 # q3: nothing relevant retrieved -> all 0;  q4: nothing judged relevant -> all 0
-# mean: recall 0.375, precision 1/6 = 0.1667, mrr 0.375, ndcg 0.34671, hit rate 0.5
+# AP: q1 1, q2 (1/2) / 2 = 1/4, q3 0, q4 0. Grades are 1, so linear and exponential nDCG agree.
+# mean: recall 0.375, precision 1/6 = 0.1667, mrr 0.375, map 0.3125, ndcg 0.34671, hit rate 0.5
 BASELINE = result(
     row("q1", [1, 0, 0], [1], 3),
     row("q2", [0, 1, 0], [1, 1], 3),
@@ -65,40 +66,80 @@ def test_table_is_pinned() -> None:
         "recall@3     0.3750\n"
         "precision@3  0.1667\n"
         "mrr@3        0.3750\n"
+        "map@3        0.3125\n"
         "ndcg@3       0.3467\n"
+        "ndcg_exp@3   0.3467\n"
         "hit_rate@3   0.5000\n"
         "no relevant source in the top 3: q3\n"
-        "judged with no relevant source (scored 0): q4"
+        "judged with no relevant source (scored 0): q4\n"
+        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut"
     )
 
 
 def test_table_of_one_perfect_query() -> None:
-    assert format_table(result(row("only", [2], [2], 1), k=1), "kb") == (
-        "kb: 1 query, k = 1\n"
-        "metric        value\n"
-        "recall@1     1.0000\n"
-        "precision@1  1.0000\n"
-        "mrr@1        1.0000\n"
-        "ndcg@1       1.0000\n"
-        "hit_rate@1   1.0000"
-    )
+    assert format_table(result(row("only", [2], [2], 1), k=1), "kb").splitlines()[1:] == [
+        "metric        value",
+        "recall@1     1.0000",
+        "precision@1  1.0000",
+        "mrr@1        1.0000",
+        "map@1        1.0000",
+        "ndcg@1       1.0000",
+        "ndcg_exp@1   1.0000",
+        "hit_rate@1   1.0000",
+        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut",
+    ]
+
+
+def test_table_states_each_gain_and_they_differ_on_graded_judgements() -> None:
+    # Grades [1, 2] against judged [2, 1] at k = 2 (worked out in test_metrics):
+    # linear 2.26186 / 2.63093 = 0.85972, exponential 2.89279 / 3.63093 = 0.79671.
+    lines = format_table(result(row("q", [1, 2], [2, 1], 2), k=2), "kb").splitlines()
+    assert "ndcg@2       0.8597" in lines
+    assert "ndcg_exp@2   0.7967" in lines
+    assert lines[-1].startswith("ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade")
 
 
 def test_comparison_is_pinned_with_signed_differences() -> None:
-    # q2 in BETTER: both relevant at ranks 1-2 -> recall 1, precision 2/3, mrr 1, ndcg 1.
-    # mean recall 0.5 (+0.125), precision 0.25 (+0.0833), mrr 0.5 (+0.125),
-    # ndcg 0.5 (+0.15329), hit rate 0.5 (+0).
+    # q2 in BETTER: both relevant at ranks 1-2 -> recall 1, precision 2/3, mrr 1, AP 1,
+    # ndcg 1. mean recall 0.5 (+0.125), precision 0.25 (+0.0833), mrr 0.5 (+0.125),
+    # map 0.5 (+0.1875), ndcg 0.5 (+0.15329), hit rate 0.5 (+0).
+    # Only q2 differs: with one non-zero difference d, every one of the 2^4 sign
+    # patterns has |sum| = |d|, so p = 1 and nothing is marked.
     assert format_comparison(BASELINE, BETTER, "local.yaml", "minilm.yaml") == (
         "4 queries, k = 3\n"
-        "metric       local.yaml  minilm.yaml  difference\n"
-        "recall@3         0.3750       0.5000     +0.1250\n"
-        "precision@3      0.1667       0.2500     +0.0833\n"
-        "mrr@3            0.3750       0.5000     +0.1250\n"
-        "ndcg@3           0.3467       0.5000     +0.1533\n"
-        "hit_rate@3       0.5000       0.5000     +0.0000"
+        "metric       local.yaml  minilm.yaml  difference       p\n"
+        "recall@3         0.3750       0.5000     +0.1250  1.0000\n"
+        "precision@3      0.1667       0.2500     +0.0833  1.0000\n"
+        "mrr@3            0.3750       0.5000     +0.1250  1.0000\n"
+        "map@3            0.3125       0.5000     +0.1875  1.0000\n"
+        "ndcg@3           0.3467       0.5000     +0.1533  1.0000\n"
+        "ndcg_exp@3       0.3467       0.5000     +0.1533  1.0000\n"
+        "hit_rate@3       0.5000       0.5000     +0.0000  1.0000\n"
+        "p: paired randomisation test, two-sided, exact over all 16 sign patterns; * p < 0.05\n"
+        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut"
     )
     reverse = format_comparison(BETTER, BASELINE, "B", "A").splitlines()
-    assert reverse[2] == "recall@3     0.5000  0.3750     -0.1250"
+    assert reverse[2] == "recall@3     0.5000  0.3750     -0.1250  1.0000"
+
+
+def test_comparison_marks_significant_differences() -> None:
+    # 20 queries with one relevant source each. Left finds it at rank 2 on all of
+    # them; right at rank 1 on the first 16 and at rank 2 on the other four.
+    # MRR differences: +0.5 sixteen times, 0 four times: only a pattern giving the
+    # sixteen one sign reaches |sum| = 8, a chance of 2 / 2^16 = 0.00003 a draw; none
+    # of the 10,000 seeded draws does, so p = (0 + 1) / 10,001 = 0.0001, marked.
+    # Recall and hit rate are 1 in both: p = 1.
+    left = result(*[row(f"q{i}", [0, 1], [1], 2) for i in range(20)], k=2)
+    right = result(*[row(f"q{i}", [1, 0] if i < 16 else [0, 1], [1], 2) for i in range(20)], k=2)
+    lines = format_comparison(left, right, "a", "b").splitlines()
+    assert lines[1] == "metric            a       b  difference       p"
+    assert lines[2] == "recall@2     1.0000  1.0000     +0.0000  1.0000"
+    assert lines[4] == "mrr@2        0.5000  0.9000     +0.4000  0.0001  *"
+    # ndcg@2: left 1/log2(3) = 0.6309 everywhere; right (16 + 4 * 0.6309) / 20 = 0.9262.
+    assert lines[6] == "ndcg@2       0.6309  0.9262     +0.2953  0.0001  *"
+    assert lines[-2] == (
+        "p: paired randomisation test, two-sided, 10,000 random sign patterns, seed 0; * p < 0.05"
+    )
 
 
 def test_comparison_needs_the_same_queries_and_k() -> None:
@@ -138,7 +179,15 @@ def test_met_thresholds_and_float_noise() -> None:
 
 def test_unknown_threshold_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown metric"):
-        check_thresholds(BASELINE, {"map": 0.5})
+        check_thresholds(BASELINE, {"ndcg_linear": 0.5})
+
+
+def test_map_and_both_ndcg_gains_have_thresholds() -> None:
+    # Graded q: [1, 2] against judged [2, 1], k = 2: AP 1, ndcg 0.85972, ndcg_exp 0.79671.
+    graded = result(row("q", [1, 2], [2, 1], 2), k=2)
+    thresholds = EvaluationThresholds(map=1.0, ndcg=0.85, ndcg_exp=0.85)
+    assert check_thresholds(graded, thresholds) == ["ndcg_exp@2 = 0.80 < 0.85"]
+    assert check_thresholds(BASELINE, EvaluationThresholds(map=0.32)) == ["map@3 = 0.31 < 0.32"]
 
 
 def test_as_dict_is_json() -> None:
