@@ -34,7 +34,7 @@ version: 1
 vector_stores:
   store: {store}
 embeddings:
-  hashing: {{type: hashing, parameters: {{dimensions: 64}}}}
+  hashing: {embedding}
 knowledge_bases:
   - name: tutorial
     description: The Python tutorial, for newcomers.
@@ -43,7 +43,7 @@ knowledge_bases:
     chunker: {{type: approx_token, parameters: {{chunk_size: 24, overlap: 0}}}}
     embedding: hashing
     vector_store: store
-    collection: shared
+    collection: {collection}
     metadata_filter: {{tenant_id: tutorial}}
   - name: howto
     description: HOWTO guides on logging and sorting.
@@ -52,7 +52,7 @@ knowledge_bases:
     chunker: {{type: approx_token, parameters: {{chunk_size: 24, overlap: 0}}}}
     embedding: hashing
     vector_store: store
-    collection: shared
+    collection: {collection}
     metadata_filter: {{tenant_id: howto}}
 {middlewares}"""
 
@@ -66,15 +66,29 @@ middlewares:
 QDRANT = "{type: qdrant, parameters: {path: store}}"
 
 
+HASHING = "{type: hashing, parameters: {dimensions: 64}}"
+
+
 def write_pipeline(
-    folder: Path, store: str = QDRANT, middlewares: str = AGENTIC, corpus: dict[str, str] = CORPUS
+    folder: Path,
+    store: str = QDRANT,
+    middlewares: str = AGENTIC,
+    corpus: dict[str, str] = CORPUS,
+    *,
+    collection: str = "shared",
+    embedding: str = HASHING,
 ) -> Path:
     for name, text in corpus.items():
         path = folder / "corpus" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     file = folder / "pipeline.yaml"
-    file.write_text(PIPELINE.format(store=store, middlewares=middlewares), encoding="utf-8")
+    file.write_text(
+        PIPELINE.format(
+            store=store, middlewares=middlewares, collection=collection, embedding=embedding
+        ),
+        encoding="utf-8",
+    )
     return file
 
 
@@ -100,6 +114,7 @@ class ServerProcess:
         )
         self.lines: list[str] = []
         self.url = ""
+        self._new_line = threading.Condition()
         self._announced = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -111,11 +126,20 @@ class ServerProcess:
     def _read(self) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
-            self.lines.append(line)
+            with self._new_line:
+                self.lines.append(line)
+                self._new_line.notify_all()
             if line.startswith("serving ") and " on http://" in line and not self.url:
                 self.url = line.split(" on ", 1)[1].split(" ", 1)[0]
                 self._announced.set()
         self._announced.set()
+
+    def wait_for_line(self, text: str, timeout: float = 60) -> bool:
+        """Whether a line of stderr holds ``text`` (waiting for it, at most ``timeout`` s)."""
+        with self._new_line:
+            return self._new_line.wait_for(
+                lambda: any(text in line for line in self.lines), timeout=timeout
+            )
 
     @property
     def log(self) -> str:
