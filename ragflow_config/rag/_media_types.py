@@ -85,8 +85,8 @@ def sniff(data: bytes) -> str | None:
     image = sniff_image(head)
     if image:
         return image
-    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
-        return "application/vnd.ms-excel"  # OLE2; the only legacy Office type we parse
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1") or _is_biff_stream(head):
+        return "application/vnd.ms-excel"  # OLE2 or bare BIFF; the only legacy Office type we parse
     if head.startswith(b"PK\x03\x04"):
         try:
             with zipfile.ZipFile(BytesIO(data)) as archive:
@@ -106,6 +106,18 @@ def sniff(data: bytes) -> str | None:
             return None
         return "text/plain"
     return None
+
+
+# Excel 2.x-4.0 (and some 5.0 writers) save a bare BIFF stream, not an OLE2 container:
+# it opens with a BOF record, whose opcode and length xlrd checks the same way.
+_BIFF_BOF_OPCODES = (0x0009, 0x0209, 0x0409, 0x0809)
+
+
+def _is_biff_stream(head: bytes) -> bool:
+    if len(head) < 8:
+        return False
+    opcode, length = int.from_bytes(head[0:2], "little"), int.from_bytes(head[2:4], "little")
+    return opcode in _BIFF_BOF_OPCODES and 4 <= length <= 20
 
 
 def detect(filename: str, data: bytes) -> str | None:
