@@ -118,9 +118,16 @@ def test_p_values_are_deterministic_given_the_seed() -> None:
 
 
 def test_queries_pair_by_id_not_by_position() -> None:
-    left = run({"a": [1, 0], "b": [0, 1], "c": [0, 0]})
-    shuffled = run({"c": [0, 0], "a": [1, 0], "b": [0, 1]})
-    assert all(row.p_value == 1.0 and row.difference == 0 for row in compare(left, shuffled))
+    # MRR: left a 0, b 1/2, c 1/2; right a 1, b 1/2, c 1/2, listed b, a, c.
+    # By id the differences are (1, 0, 0): one non-zero difference, p = 1.
+    # Paired by position they would be (1/2, 1/2, 0): p = 2/4 = 0.5.
+    left = run({"a": [0, 0], "b": [0, 1], "c": [0, 1]})
+    right = run({"b": [0, 1], "a": [1, 0], "c": [0, 1]})
+    mrr = next(row for row in compare(left, right) if row.metric == "mrr")
+    assert mrr.difference == pytest.approx(1 / 3)
+    assert mrr.p_value == 1.0
+    same = run({"c": [0, 1], "a": [0, 0], "b": [0, 1]})
+    assert all(row.p_value == 1.0 and row.difference == 0 for row in compare(left, same))
 
 
 def test_comparing_different_query_sets_or_k_is_refused() -> None:
