@@ -6,13 +6,16 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._component import Component, is_path_field
 from ..embedding import EmbeddingModelBase
 from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
 from ._registry import Kind, Registry
 from ._spec import ComponentBlock, EmbeddingBlock, KnowledgeBaseSpec, PipelineSpec, VectorStoreBlock
+
+if TYPE_CHECKING:
+    from ..agentscope_bridge import AgentScopeObjects
 
 
 def build_component(
@@ -81,6 +84,15 @@ class BuiltPipeline:
         except KeyError:
             known = ", ".join(self.knowledge_bases) or "none"
             raise KeyError(f"no knowledge base named {name!r} (defined: {known})") from None
+
+    def as_agentscope(self, *, rerank_model: Any = None) -> AgentScopeObjects:
+        """The knowledge bases and middlewares as AgentScope 2.x objects (the ``agentscope`` extra).
+
+        See :mod:`ragflow_config.agentscope_bridge`.
+        """
+        from ..agentscope_bridge import as_agentscope
+
+        return as_agentscope(self, rerank_model=rerank_model)
 
 
 @contextlib.asynccontextmanager
