@@ -147,6 +147,10 @@ class RunOptions:
     repair: bool = True
     workers: int | None = None  # parser processes; 0 parses in this process
     max_bytes_in_flight: int = 64 << 20  # the files held at once, by size (a larger one goes alone)
+    # (index, count), index from 0: only the documents whose id falls in this shard
+    # (N CI jobs index one corpus side by side), and no prune: a shard sees a part.
+    shard: tuple[int, int] | None = None
+    prune_only: bool = False  # only prune and its guard: the step after every shard has run
     progress: Callable[[str, Change], None] | None = None  # each file's change, as it is decided
     files_found: Callable[[str, int], None] | None = None  # a knowledge base's file count, first
 
@@ -242,8 +246,13 @@ async def _run_knowledge_base(
     existing = {s.document_id: s for s in await kb.list_documents()}
     managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
+    todo = {
+        doc_id: file
+        for doc_id, file in wanted.items()
+        if not options.prune_only and in_shard(doc_id, options.shard)
+    }
     if options.files_found:
-        options.files_found(kb.name, len(wanted))
+        options.files_found(kb.name, len(todo))
 
     stale_prints = {
         field_name
@@ -258,8 +267,12 @@ async def _run_knowledge_base(
             "re-run without --refuse-on-fingerprint-change to re-index every document"
         )
 
-    prune = plan.spec.prune if options.prune is None else options.prune
-    gone = [s for doc_id, s in managed.items() if doc_id not in wanted]
+    prune = (plan.spec.prune if options.prune is None else options.prune) and not options.shard
+    gone = [
+        s
+        for doc_id, s in managed.items()
+        if doc_id not in wanted and in_shard(doc_id, options.shard)
+    ]
     if prune and managed and not options.force:
         share = len(gone) / len(managed)
         if share > plan.spec.max_delete_fraction:
@@ -309,8 +322,8 @@ async def _run_knowledge_base(
     # A fixed set of tasks shares one iterator over the files, so a run holds
     # `concurrency` files' work at a time (and at most the budget's bytes of
     # them), not a waiting task per file.
-    queue = iter(wanted.items())
-    ahead = _Ahead(len(wanted))
+    queue = iter(todo.items())
+    ahead = _Ahead(len(todo))
 
     async def take_files() -> None:
         for doc_id, file in queue:
@@ -326,7 +339,7 @@ async def _run_knowledge_base(
             async with budget.hold(size):
                 finish(await process(doc_id, file, size))
 
-    tasks = [asyncio.create_task(take_files()) for _ in range(min(concurrency, len(wanted)))]
+    tasks = [asyncio.create_task(take_files()) for _ in range(min(concurrency, len(todo)))]
     try:
         await asyncio.gather(*tasks)
     except _Abort as abort:
@@ -347,12 +360,23 @@ async def _run_knowledge_base(
             if not options.dry_run:
                 await kb.delete_document(summary.document_id)
             change = Change("delete", path, summary.document_id, "source file is gone")
+        elif options.shard:
+            reason = "source file is gone; a shard leaves pruning to `run --prune-only`"
+            change = Change("keep", path, summary.document_id, reason)
         else:
             change = Change("keep", path, summary.document_id, "source file is gone; prune is off")
         report.changes.append(change)
         if options.progress:
             options.progress(kb.name, change)
     return _sorted(report)
+
+
+def in_shard(doc_id: str, shard: tuple[int, int] | None) -> bool:
+    """Whether a document belongs to ``shard``: by its id, the same on every machine and run."""
+    if shard is None:
+        return True
+    index, count = shard
+    return int(hashlib.sha256(doc_id.encode()).hexdigest()[:8], 16) % count == index
 
 
 class _Abort(Exception):
