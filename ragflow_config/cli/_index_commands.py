@@ -49,6 +49,20 @@ def register(commands: Commands) -> None:
                 default=None,
                 help="parser processes (default: up to 4; 0 parses in-process)",
             )
+            step = sub.add_mutually_exclusive_group()
+            step.add_argument(
+                "--shard",
+                type=_shard,
+                metavar="I/N",
+                help="index only shard I of N (1 <= I <= N), chosen by document id, so N CI "
+                "jobs index one corpus side by side; prunes nothing",
+            )
+            step.add_argument(
+                "--prune-only",
+                action="store_true",
+                help="only delete documents whose file is gone, behind the mass-deletion guard: "
+                "the step after every shard has run",
+            )
 
     verify = commands.add(
         "verify",
@@ -68,6 +82,18 @@ def register(commands: Commands) -> None:
     )
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """``"2/4"`` -> ``(1, 4)``: shard 2 of 4, indexed from 0 for the runner."""
+    index, _, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N, like 2/4") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
+    return i - 1, n
+
+
 def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None) -> RunOptions:
     return RunOptions(
         dry_run=dry_run,
@@ -75,6 +101,8 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
         force=args.force,
         on_fingerprint_change="refuse" if args.refuse_on_fingerprint_change else "reindex",
         workers=getattr(args, "workers", None),
+        shard=getattr(args, "shard", None),
+        prune_only=getattr(args, "prune_only", False),
         progress=progress,
         files_found=progress.files_found if progress else None,
     )
