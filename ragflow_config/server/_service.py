@@ -31,6 +31,7 @@ from .._errors import (
 )
 from ..message import DataBlock, TextBlock
 from ..middleware import RAGMiddleware
+from ..middleware._rag.format import Query
 from ..middleware._rag.tool import SearchKnowledgeTool
 from ..pipeline import Pipeline
 from ..pipeline._build import BuiltPipeline
@@ -233,7 +234,17 @@ class KnowledgeService:
                 middleware.parameters.model_copy(update={"mode": "agentic"}),
                 rerank_model=middleware.rerank_model,
             )
-        self._tool = SearchKnowledgeTool(middleware.knowledge_bases, middleware.retrieve)
+        retrieve = middleware.retrieve
+
+        async def retrieve_indexed(
+            queries: Sequence[Query], knowledge_bases: Sequence[KnowledgeBase]
+        ) -> list[VectorSearchResult]:
+            # The middleware's own retrieval, over the bases whose collection exists:
+            # searching would create a missing one, and this server only reads.
+            present = [kb for kb in knowledge_bases if await self._collection_present(kb)]
+            return await retrieve(queries, present) if present else []
+
+        self._tool = SearchKnowledgeTool(middleware.knowledge_bases, retrieve_indexed)
         self._built = built
         if self._error != "not started":
             logger.warning("the knowledge bases are open again")

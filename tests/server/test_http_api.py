@@ -12,7 +12,7 @@ import httpx
 
 from ragflow_config.pipeline import Pipeline
 
-from ._serving import TOKEN, ServerProcess
+from ._serving import TOKEN, ServerProcess, write_pipeline
 
 QUERY = "read a file line by line"
 
@@ -227,3 +227,32 @@ async def test_the_openapi_description_covers_every_route(
                     answer.text,
                 )
                 assert answer.status_code == 200, (path, answer.text)
+
+
+async def test_a_knowledge_base_not_indexed_yet_answers_nothing_and_is_not_created(
+    tmp_path: Path, server_process: type[ServerProcess]
+) -> None:
+    file = write_pipeline(tmp_path)
+    server = server_process(str(file))
+    with httpx.Client(base_url=server.url) as client:
+        assert client.get("/readyz").json()["knowledge_bases"] == {
+            "tutorial": "empty: not indexed yet",
+            "howto": "empty: not indexed yet",
+        }
+        answer = client.post("/v1/knowledge-bases/tutorial/search", json={"query": QUERY})
+        assert answer.status_code == 200 and answer.json()["hits"] == []
+        assert client.get("/v1/knowledge-bases/howto/documents").json()["total"] == 0
+        called = client.post(
+            "/mcp",
+            headers={"Accept": "application/json, text/event-stream"},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "search_knowledge", "arguments": {"query": QUERY}},
+            },
+        ).json()["result"]
+        assert called["content"][0]["text"] == "No relevant content found."
+    assert server.stop() == 0
+    async with Pipeline.load(file).build() as built:
+        assert not await built.knowledge_base("tutorial").vector_store.has_collection("shared")
