@@ -135,6 +135,7 @@ async def build(
                 vector_store=store,
                 collection=kb_spec.collection,
                 metadata_filter=kb_spec.metadata_filter,
+                retrieval=kb_spec.retrieval,
             )
             built.knowledge_bases[kb_spec.name] = knowledge_base
             built.indexing[kb_spec.name] = IndexingPlan(

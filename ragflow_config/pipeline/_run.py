@@ -172,6 +172,9 @@ def fingerprint(plan: IndexingPlan) -> dict[str, str]:
         "chunker": chunker,
         "parsers": parsers,
     }
+    retrieval = plan.knowledge_base.retrieval
+    if retrieval.lexical:  # absent in dense mode, so dense fingerprints stay as they were
+        parts["lexical"] = retrieval.index_settings()
     return {
         name: hashlib.sha256(json.dumps(part, sort_keys=True).encode()).hexdigest()[:16]
         for name, part in parts.items()

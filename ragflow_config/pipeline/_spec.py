@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..rag import RetrievalSettings
 from ._registry import Kind
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -173,6 +174,11 @@ class KnowledgeBaseSpec(_Strict):
         "refuses unless forced: an empty checkout must not wipe an index.",
     )
     evaluation: EvaluationSpec | None = Field(default=None, description="Retrieval quality gate.")
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        description="How search ranks: `dense` (default), `lexical` (BM25) or `hybrid` (both, "
+        "fused); the analyzer and BM25 settings are part of the fingerprint.",
+    )
 
 
 class MiddlewareSpec(_Strict):

@@ -17,10 +17,12 @@ from .._errors import (
 )
 from ._chunkers.approx_token import ApproxTokenChunker
 from ._chunkers.base import ChunkerBase
+from ._analyzer import AnalyzerSettings
 from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
 from ._knowledge_base import KnowledgeBase
 from ._parsers.base import ParserBase
 from ._parsers.text import TextParser
+from ._retrieval import Bm25Settings, FusionSettings, RetrievalSettings
 from ._stores.base import VectorStoreBase
 from ._stores.qdrant import QdrantStore
 
@@ -59,13 +61,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AnalyzerSettings",
     "ApproxTokenChunker",
+    "Bm25Settings",
     "Chunk",
     "ChunkerBase",
     "CollectionMismatchError",
     "DocumentSummary",
     "ElasticsearchStore",
     "ExcelParser",
+    "FusionSettings",
     "ImageParser",
     "KnowledgeBase",
     "MilvusLiteStore",
@@ -77,6 +82,7 @@ __all__ = [
     "ParserFileNotFoundError",
     "PgVectorStore",
     "QdrantStore",
+    "RetrievalSettings",
     "Section",
     "TextParser",
     "VectorRecord",

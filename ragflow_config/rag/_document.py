@@ -48,6 +48,9 @@ class VectorRecord(BaseModel):
     document_id: str
     chunk: Chunk
     scope: str = ""
+    terms: dict[int, float] | None = None
+    """The chunk's lexical side: BM25 document weights by term id (``_retrieval``);
+    ``None`` when its knowledge base is dense only."""
 
     @property
     def key(self) -> str:

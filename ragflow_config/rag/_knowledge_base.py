@@ -11,7 +11,9 @@ from typing import Any
 from .._errors import CollectionMismatchError
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase
 from ..message import DataBlock, TextBlock
+from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
+from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
 from ._stores.base import VectorStoreBase, flatten_filter
 
 logger = logging.getLogger("ragflow_config.knowledge_base")
@@ -30,6 +32,11 @@ class KnowledgeBase:
     The store must already be entered (``async with store:``); the handle
     performs no I/O until first used, then creates the collection sized to
     ``embedding_model.dimensions``.
+
+    ``retrieval`` chooses how ``search`` ranks (``_retrieval``): by the
+    embedding's similarity (``dense``, the default), by BM25 over analysed
+    terms stored beside each vector (``lexical``), or by both fused
+    (``hybrid``). The last two need a store with a lexical side.
     """
 
     def __init__(
@@ -40,8 +47,18 @@ class KnowledgeBase:
         vector_store: VectorStoreBase,
         collection: str,
         metadata_filter: dict[str, Any] | None = None,
+        *,
+        retrieval: RetrievalSettings | None = None,
     ) -> None:
         flatten_filter(metadata_filter)  # reject unusable filters before any I/O
+        self._retrieval = retrieval or RetrievalSettings()
+        if self._retrieval.lexical and not vector_store.supports_lexical:
+            raise ValueError(
+                f"knowledge base {name!r}: retrieval mode {self._retrieval.mode!r} needs a "
+                f"lexical side, which {vector_store.store_name} does not have yet; use a qdrant "
+                "store or set `retrieval: {mode: dense}`"
+            )
+        self._analyzer = Analyzer(self._retrieval.analyzer) if self._retrieval.lexical else None
         self.name = name
         self.description = description
         self._embedding_model = embedding_model
@@ -65,6 +82,10 @@ class KnowledgeBase:
         return self._collection
 
     @property
+    def retrieval(self) -> RetrievalSettings:
+        return self._retrieval
+
+    @property
     def metadata_filter(self) -> dict[str, Any] | None:
         return dict(self._metadata_filter) if self._metadata_filter else None
 
@@ -79,15 +100,26 @@ class KnowledgeBase:
             if self._ready:
                 return
             expected = self._embedding_model.dimensions
-            found = await self._vector_store.collection_dimensions(self._collection)
+            store = self._vector_store
+            found = await store.collection_dimensions(self._collection)
             if found is None:
-                await self._vector_store.create_collection(self._collection, expected)
+                if self._retrieval.lexical:
+                    await store.create_lexical_collection(self._collection, expected)
+                else:
+                    await store.create_collection(self._collection, expected)
             elif found != expected:
                 raise CollectionMismatchError(
                     f"collection {self._collection!r} holds {found}-dimensional vectors, but "
                     f"{type(self._embedding_model).__name__} ({self._embedding_model.model}) "
                     f"makes {expected}-dimensional ones; use another collection, or start "
                     f"over with `ragflow-config reset <pipeline file> {self.name}` "
+                    "(KnowledgeBase.clear() in Python)"
+                )
+            elif self._retrieval.lexical and not await store.has_lexical(self._collection):
+                raise CollectionMismatchError(
+                    f"collection {self._collection!r} was built without a lexical side, which "
+                    f"retrieval mode {self._retrieval.mode!r} needs; use another collection, or "
+                    f"start over with `ragflow-config reset <pipeline file> {self.name}` "
                     "(KnowledgeBase.clear() in Python)"
                 )
             self._ready = True
@@ -130,7 +162,11 @@ class KnowledgeBase:
         # every float again cost more than the rest of the bookkeeping.
         records = [
             VectorRecord.model_construct(
-                vector=vector, document_id=document_id, chunk=chunk, scope=self._scope
+                vector=vector,
+                document_id=document_id,
+                chunk=chunk,
+                scope=self._scope,
+                terms=self._document_terms(chunk),
             )
             for vector, chunk in zip(embeddings, prepared, strict=True)
         ]
@@ -141,6 +177,14 @@ class KnowledgeBase:
             await self._remove_partial(document_id)
             raise
         return document_id
+
+    def _document_terms(self, chunk: Chunk) -> dict[int, float] | None:
+        """A chunk's BM25 weights when this knowledge base has a lexical side."""
+        if self._analyzer is None:
+            return None
+        text = chunk.content.text if isinstance(chunk.content, TextBlock) else ""
+        counts, length = self._analyzer.term_counts(text)
+        return document_weights(counts, length, self._retrieval.bm25)
 
     def _check_vectors(self, vectors: Sequence[list[float]], expected: int) -> None:
         model = self._embedding_model
@@ -211,9 +255,19 @@ class KnowledgeBase:
         found by several queries keeps its best score; hits below
         ``score_threshold`` are dropped. ``where`` narrows the search to
         chunks whose metadata also matches it; it can never widen the scope.
+
+        The score, and so ``score_threshold``, depends on the retrieval mode:
+        ``dense``, the store's similarity (cosine by default); ``lexical``,
+        the BM25 score (0 and up, unbounded); ``hybrid``, the fused score:
+        with ``rrf``, the sum of ``weight / (k + rank)`` (at most
+        ``(dense_weight + lexical_weight) / (k + 1)``), with ``weighted``, the
+        sum of ``weight x`` each side's min-max normalised score. IDF counts
+        the knowledge base's scope, not ``where``.
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
+        if self._retrieval.lexical:
+            return await self._search_with_terms(queries, top_k, score_threshold, where)
         usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))
         if not usable or top_k <= 0:
             return []
@@ -229,15 +283,59 @@ class KnowledgeBase:
                 for vector in response.embeddings
             )
         )
-        best: dict[tuple[str, int], VectorSearchResult] = {}
-        for hits in per_query:
-            for hit in hits:
-                if score_threshold is not None and hit.score < score_threshold:
-                    continue
-                key = (hit.document_id, hit.chunk.chunk_index)
-                if key not in best or hit.score > best[key].score:
-                    best[key] = hit
-        return sorted(best.values(), key=lambda hit: hit.score, reverse=True)[:top_k]
+        return _best(per_query, top_k, score_threshold)
+
+    async def _search_with_terms(
+        self,
+        queries: Sequence[str | TextBlock | DataBlock],
+        top_k: int,
+        score_threshold: float | None,
+        where: dict[str, Any] | None,
+    ) -> list[VectorSearchResult]:
+        """``search`` in ``lexical`` and ``hybrid`` mode: each query's rankings fused."""
+        settings = self._retrieval
+        hybrid = settings.mode == "hybrid"
+        if hybrid:
+            usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))
+        else:
+            usable = [q for q in queries if not isinstance(q, DataBlock)]
+        if not usable or top_k <= 0:
+            return []
+        flatten_filter(where)
+        await self.ensure_collection()
+        scope = _deep_merge(where or {}, self._metadata_filter or {}) or None
+        limit = max(top_k, settings.candidates) if hybrid else top_k
+        store, collection = self._vector_store, self._collection
+
+        async def lexical(query: EmbeddingInput) -> list[VectorSearchResult]:
+            if isinstance(query, DataBlock):
+                return []
+            assert self._analyzer is not None
+            text = query.text if isinstance(query, TextBlock) else query
+            counts, _ = self._analyzer.term_counts(text)
+            if not counts:
+                return []
+            total, holding = await store.term_counts(
+                collection, sorted(counts), self._metadata_filter
+            )
+            weights = query_weights(counts, total, holding)
+            return await store.lexical_search(collection, weights, limit, scope)
+
+        lexical_hits = await asyncio.gather(*(lexical(q) for q in usable))
+        if not hybrid:
+            return _best(lexical_hits, top_k, score_threshold, tie_break=True)
+        response = await self._embedding_model(usable)
+        dense_hits = await asyncio.gather(
+            *(
+                store.search(collection, v, top_k=limit, metadata_filter=scope)
+                for v in response.embeddings
+            )
+        )
+        fused = [
+            fuse(dense, lex, settings.fusion)
+            for dense, lex in zip(dense_hits, lexical_hits, strict=True)
+        ]
+        return _best(fused, top_k, score_threshold, tie_break=True)
 
     async def list_documents(self) -> list[DocumentSummary]:
         """One summary per document within this knowledge base's scope."""
@@ -292,6 +390,31 @@ class KnowledgeBase:
                 return False
         await store.delete_collection(collection)
         return True
+
+
+def _best(
+    per_query: Sequence[Sequence[VectorSearchResult]],
+    top_k: int,
+    score_threshold: float | None,
+    *,
+    tie_break: bool = False,
+) -> list[VectorSearchResult]:
+    """Every query's hits as one ranking: each chunk at its best score, ``top_k`` of them.
+
+    ``tie_break`` orders equal scores by document id and chunk index, so that
+    stores returning ties in different orders still give one ranking.
+    """
+    best: dict[tuple[str, int], VectorSearchResult] = {}
+    for hits in per_query:
+        for hit in hits:
+            if score_threshold is not None and hit.score < score_threshold:
+                continue
+            key = (hit.document_id, hit.chunk.chunk_index)
+            if key not in best or hit.score > best[key].score:
+                best[key] = hit
+    if tie_break:
+        return ordered(list(best.values()))[:top_k]
+    return sorted(best.values(), key=lambda hit: hit.score, reverse=True)[:top_k]
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,7 @@ def write_pipeline(
     extra_store_parameters: str = "",
     max_delete_fraction: float = 0.5,
     parser_type: str = "text",
+    retrieval: str = "",
 ) -> Path:
     path.write_text(
         textwrap.dedent(f"""\
@@ -101,6 +102,7 @@ def write_pipeline(
             prune: {str(prune).lower()}
             max_delete_fraction: {max_delete_fraction}
             {metadata_filter}
+            {retrieval}
         """),
         encoding="utf-8",
     )

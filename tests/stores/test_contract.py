@@ -518,3 +518,73 @@ async def test_a_lone_surrogate_refuses_the_document_before_any_write(
             await store.insert(collection, [good, bad])
         assert refused.value.store == store.store_name
         assert await counts(store, collection) == {}
+
+
+# The lexical side: sparse term weights beside the vector (rag/_retrieval.py).
+# A store without one says so; a store with one scores by the exact inner
+# product and counts terms within a filter, so BM25 means the same everywhere.
+TERMS = {
+    "a": {1: 0.5, 2: 1.5},
+    "b": {2: 2.0, 300_000_000: 1.0},
+    "c": {3: 4.0},
+    "d": {1: 1.0, 2: 0.25, 3: 0.5},
+}
+
+
+def lexical_record(document_id: str, **metadata: Any) -> VectorRecord:
+    record = make_record(document_id, 0, unit(0), metadata)
+    return record.model_copy(update={"terms": TERMS[document_id]})
+
+
+async def test_a_store_without_a_lexical_side_says_so(
+    store: VectorStoreBase, collection: str
+) -> None:
+    if store.supports_lexical:
+        await store.create_lexical_collection(collection, DIMENSIONS)
+        assert await store.has_lexical(collection)
+        return
+    with pytest.raises(NotImplementedError, match="has no lexical side"):
+        await store.create_lexical_collection(collection, DIMENSIONS)
+    with pytest.raises(NotImplementedError, match="has no lexical side"):
+        await store.lexical_search(collection, {1: 1.0})
+
+
+async def test_lexical_scores_are_exact_inner_products_within_the_filter(
+    store: VectorStoreBase, collection: str
+) -> None:
+    if not store.supports_lexical:
+        return  # pinned by test_a_store_without_a_lexical_side_says_so
+    await store.create_lexical_collection(collection, DIMENSIONS)
+    await store.insert(
+        collection, [lexical_record(n, tenant="x" if n != "d" else "y") for n in TERMS]
+    )
+    await store.insert(collection, [make_record("plain", 0, unit(1), {"tenant": "x"})])
+    weights = {1: 2.0, 2: 1.0, 300_000_000: 3.0}
+    hits = await store.lexical_search(collection, weights, top_k=10)
+    assert [(h.document_id, h.score) for h in hits] == [
+        ("b", pytest.approx(5.0)),  # 2.0 * 1 + 1.0 * 3
+        ("a", pytest.approx(2.5)),
+        ("d", pytest.approx(2.25)),
+    ]  # c shares no term and "plain" has none: neither is a hit
+    scoped = await store.lexical_search(collection, weights, 2, {"tenant": "x"})
+    assert keys(scoped) == [("b", 0), ("a", 0)]
+    assert await store.term_counts(collection, [1, 2, 3, 7], {"tenant": "x"}) == (
+        4,
+        {1: 1, 2: 2, 3: 1, 7: 0},
+    )
+    assert (await store.term_counts(collection, [2]))[1] == {2: 3}
+
+
+async def test_replaced_and_deleted_records_leave_no_terms(
+    store: VectorStoreBase, collection: str
+) -> None:
+    if not store.supports_lexical:
+        return
+    await store.create_lexical_collection(collection, DIMENSIONS)
+    await store.insert(collection, [lexical_record(n) for n in TERMS])
+    replaced = lexical_record("a").model_copy(update={"terms": {9: 1.0}})
+    await store.insert(collection, [replaced])
+    await store.delete(collection, "b")
+    assert keys(await store.lexical_search(collection, {2: 1.0}, 10)) == [("d", 0)]
+    assert keys(await store.lexical_search(collection, {9: 1.0}, 10)) == [("a", 0)]
+    assert await store.term_counts(collection, [2, 9]) == (3, {2: 1, 9: 1})

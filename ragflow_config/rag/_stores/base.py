@@ -12,7 +12,7 @@ from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field
 
@@ -55,7 +55,17 @@ class VectorStoreBase(Component):
 
     ``metadata_filter`` is an AND of ``chunk.metadata[key] == value``; a dict
     value nests (``{"org": {"team": "a"}}`` matches ``metadata["org"]["team"]``).
-    Every store translates it into a native filter.
+    Every store translates it into a native filter. Where the metadata holds
+    a list, the filter value matches when the list contains it:
+    ``{"sheets": "Q1"}`` matches ``{"sheets": ["Q1", "Q2"]}`` (the Excel and
+    PDF parsers emit such lists). That is what a scalar filter means on an
+    array in Qdrant, Elasticsearch and MongoDB, so users of those engines
+    expect it, and it is what a scope over multi-valued metadata needs (no
+    filter value can be a list, so whole-list equality is never asked for).
+    An element matches as a scalar does (``True`` never matches ``1``); a
+    list inside the list is not searched; a path is followed through
+    mappings only, so what a filter matches through a list of mappings
+    (``{"a": [{"b": 1}]}``) is no part of the contract.
 
     Content is stored faithfully or not at all. Every store keeps any string
     a ``str`` can hold and UTF-8 can encode, NUL, line breaks, quotes and
@@ -139,6 +149,35 @@ class VectorStoreBase(Component):
     def store_name(self) -> str:
         """How errors name this store."""
         return type(self).__name__
+
+    # The lexical side (see ``rag/_retrieval``). A store that can hold sparse
+    # vectors beside dense ones sets ``supports_lexical`` and overrides these.
+    supports_lexical: ClassVar[bool] = False
+
+    async def create_lexical_collection(self, name: str, dimensions: int) -> None:
+        """Create ``name`` for vectors of ``dimensions`` and each record's ``terms``."""
+        raise NotImplementedError(f"{self.store_name} has no lexical side")
+
+    async def has_lexical(self, name: str) -> bool:
+        """Whether ``name`` (which exists) was created with a lexical side."""
+        return False
+
+    async def lexical_search(
+        self,
+        collection: str,
+        weights: dict[int, float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        """The ``top_k`` records within the filter by the inner product of their ``terms``
+        with ``weights``, best first; a record sharing no term with ``weights`` is no hit."""
+        raise NotImplementedError(f"{self.store_name} has no lexical side")
+
+    async def term_counts(
+        self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
+    ) -> tuple[int, dict[int, int]]:
+        """``(records within the filter, {term: such records whose terms hold it})``."""
+        raise NotImplementedError(f"{self.store_name} has no lexical side")
 
 
 def refuse_unencodable(store: str, records: Iterable[VectorRecord]) -> None:
@@ -272,8 +311,12 @@ def matches_filter(metadata: dict[str, Any], metadata_filter: dict[str, Any] | N
             if not isinstance(value, dict) or key not in value:
                 return False
             value = value[key]
+        candidates = value if isinstance(value, list) else [value]  # a list: any element
         # True == 1 in Python, but a boolean filter must not match a number.
-        if value != expected or isinstance(value, bool) != isinstance(expected, bool):
+        if not any(
+            candidate == expected and isinstance(candidate, bool) == isinstance(expected, bool)
+            for candidate in candidates
+        ):
             return False
     return True
 

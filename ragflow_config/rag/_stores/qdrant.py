@@ -30,6 +30,8 @@ from .base import (
 )
 
 _SCROLL_PAGE = 512
+_LEXICAL = "lexical"  # the sparse vector holding a record's terms
+_TERMS = "terms"  # ...and the payload field listing them, which term_counts counts
 _LOCAL_SCROLL_PAGE = 8192
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 # SQLite's messages for the file-system failures it reports, as errnos.
@@ -49,7 +51,14 @@ class QdrantStore(VectorStoreBase):
     server is ``credential``, or else read from the variable ``api_key_env``.
     Points carry ``{"document_id", "chunk"}``; ``metadata_filter`` becomes a
     payload filter on ``chunk.metadata.<key>``.
+
+    The lexical side (``create_lexical_collection``) is a sparse vector
+    ``lexical`` beside the unnamed dense one, scored by Qdrant's inner
+    product, and a payload list ``terms`` of its term ids, which
+    ``term_counts`` counts with filtered ``count`` requests.
     """
+
+    supports_lexical: ClassVar[bool] = True
 
     requires: ClassVar[dict[str, str]] = {"qdrant_client": "qdrant"}
 
@@ -248,6 +257,12 @@ class QdrantStore(VectorStoreBase):
         return f'"{key}"'
 
     async def create_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=False)
+
+    async def create_lexical_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=True)
+
+    async def _create(self, name: str, dimensions: int, *, lexical: bool) -> None:
         if await self.has_collection(name):
             return
         models = self._models()
@@ -260,6 +275,7 @@ class QdrantStore(VectorStoreBase):
             lambda: self.client.create_collection(
                 collection_name=name,
                 vectors_config=models.VectorParams(size=dimensions, distance=distance),
+                sparse_vectors_config={_LEXICAL: models.SparseVectorParams()} if lexical else None,
             )
         )
         self._set_local_journal()
@@ -271,6 +287,14 @@ class QdrantStore(VectorStoreBase):
                     field_schema=models.PayloadSchemaType.KEYWORD,
                 )
             )
+            if lexical:
+                await self._call(
+                    lambda: self.client.create_payload_index(
+                        collection_name=name,
+                        field_name=_TERMS,
+                        field_schema=models.PayloadSchemaType.INTEGER,
+                    )
+                )
 
     async def delete_collection(self, name: str) -> None:
         if await self.has_collection(name):
@@ -286,6 +310,10 @@ class QdrantStore(VectorStoreBase):
         vectors = info.config.params.vectors
         return int(vectors.size)
 
+    async def has_lexical(self, name: str) -> bool:
+        info = await self._call(lambda: self.client.get_collection(collection_name=name))
+        return _LEXICAL in (info.config.params.sparse_vectors or {})
+
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         models = self._models()
@@ -295,10 +323,16 @@ class QdrantStore(VectorStoreBase):
             points = [
                 models.PointStruct.model_construct(
                     id=_point_id(record),
-                    vector=record.vector,
+                    vector=record.vector if record.terms is None else _vectors(models, record),
                     payload={
                         "document_id": record.document_id,
                         "chunk": record.chunk.model_dump(mode="json"),
+                    }
+                    if record.terms is None
+                    else {
+                        "document_id": record.document_id,
+                        "chunk": record.chunk.model_dump(mode="json"),
+                        _TERMS: sorted(record.terms),
                     },
                 )
                 for record in records[start : start + size]
@@ -349,6 +383,60 @@ class QdrantStore(VectorStoreBase):
             for point in response.points
         ]
 
+    async def lexical_search(
+        self,
+        collection: str,
+        weights: dict[int, float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        if top_k <= 0 or not weights:
+            return []
+        models = self._models()
+        terms = sorted(weights)
+        query = models.SparseVector(indices=terms, values=[weights[t] for t in terms])
+        query_filter = self._filter(metadata_filter)
+        response = await self._call(
+            lambda: self.client.query_points(
+                collection_name=collection,
+                query=query,
+                using=_LEXICAL,
+                limit=top_k,
+                query_filter=query_filter,
+                with_payload=["document_id", "chunk"],
+            )
+        )
+        return [
+            VectorSearchResult(
+                score=point.score,
+                document_id=point.payload["document_id"],
+                chunk=Chunk.model_validate(point.payload["chunk"]),
+            )
+            for point in response.points
+            if point.score > 0
+        ]
+
+    async def term_counts(
+        self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
+    ) -> tuple[int, dict[int, int]]:
+        models = self._models()
+        scope = self._filter(metadata_filter)
+        conditions = list(scope.must) if scope is not None else []
+
+        async def count(term: int | None) -> int:
+            must = conditions
+            if term is not None:
+                match = models.MatchValue(value=term)
+                must = [*conditions, models.FieldCondition(key=_TERMS, match=match)]
+            flt = models.Filter(must=must) if must else None
+            result = await self._call(
+                lambda: self.client.count(collection_name=collection, count_filter=flt, exact=True)
+            )
+            return int(result.count)
+
+        total = await count(None)
+        return total, {term: await count(term) for term in dict.fromkeys(terms)}
+
     async def _scroll(
         self, collection: str, scroll_filter: Any, with_payload: Any = True
     ) -> AsyncIterator[Any]:
@@ -374,7 +462,7 @@ class QdrantStore(VectorStoreBase):
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[DocumentSummary]:
-        without_content = self._models().PayloadSelectorExclude(exclude=["chunk.content"])
+        without_content = self._models().PayloadSelectorExclude(exclude=["chunk.content", _TERMS])
         rows = [
             (point.payload["document_id"], point.payload["chunk"])
             async for point in self._scroll(
@@ -401,6 +489,16 @@ class QdrantStore(VectorStoreBase):
             async for point in self._scroll(collection, scroll_filter)
         ]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)
+
+
+def _vectors(models: Any, record: VectorRecord) -> dict[str, Any]:
+    """The dense vector, unnamed, and the record's terms as the sparse vector ``lexical``."""
+    terms = record.terms or {}
+    if not terms:
+        return {"": record.vector}
+    indices = sorted(terms)
+    sparse = models.SparseVector(indices=indices, values=[terms[t] for t in indices])
+    return {"": record.vector, _LEXICAL: sparse}
 
 
 def _point_id(record: VectorRecord) -> str:

@@ -1,0 +1,139 @@
+"""How a knowledge base retrieves: dense, lexical (BM25) or both, fused.
+
+One meaning on every store. The project analyses text (``_analyzer``) and
+gives each chunk BM25's document-side weights for its terms,
+``tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_length))``, stored
+beside its dense vector as a sparse vector. A query's terms are weighted by
+their IDF, ``ln(1 + (N - n + 0.5) / (n + 0.5))`` (Lucene's), where ``N`` is
+the number of chunks in the knowledge base's scope and ``n`` those holding
+the term, both counted by the store at query time. The store then ranks
+chunks by the inner product of the two sparse vectors, which is exactly the
+chunk's BM25 score. Only the inner product runs in the store, so every store
+that can hold sparse vectors gives the same scores.
+
+``avg_length`` is a setting, not the corpus's running mean, so a chunk's
+weights never change when other documents come and go; set it near the mean
+number of terms of a chunk (after stop words).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._analyzer import AnalyzerSettings
+from ._document import VectorSearchResult
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Bm25Settings(_Settings):
+    """BM25's document-side constants."""
+
+    k1: float = Field(default=1.2, ge=0, description="Term-frequency saturation.")
+    b: float = Field(default=0.75, ge=0, le=1, description="Length normalisation, 0 to 1.")
+    avg_length: float = Field(
+        default=100.0,
+        gt=0,
+        description="The length (in terms, after stop words) a chunk is normalised against; "
+        "set it near your chunks' mean. Fixed, so stored weights never go stale.",
+    )
+
+
+class FusionSettings(_Settings):
+    """How a hybrid search combines its dense and lexical rankings."""
+
+    method: Literal["rrf", "weighted"] = Field(
+        default="rrf",
+        description="`rrf`: sum of weight / (k + rank) over both rankings. `weighted`: sum of "
+        "weight x score, each side's scores min-max normalised to [0, 1] over its candidates.",
+    )
+    k: int = Field(default=60, ge=0, description="RRF's rank constant.")
+    dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense side.")
+    lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the lexical side.")
+
+
+class RetrievalSettings(_Settings):
+    """A knowledge base's retrieval: its mode, lexical analysis and fusion."""
+
+    mode: Literal["dense", "lexical", "hybrid"] = Field(
+        default="dense",
+        description="`dense`: embedding similarity only (score: the store's similarity). "
+        "`lexical`: BM25 over analysed terms (score: BM25). `hybrid`: both, fused (score: "
+        "the fused score).",
+    )
+    analyzer: AnalyzerSettings = Field(default_factory=AnalyzerSettings)
+    bm25: Bm25Settings = Field(default_factory=Bm25Settings)
+    fusion: FusionSettings = Field(default_factory=FusionSettings)
+    candidates: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="Hits each side contributes to a hybrid search (at least top_k).",
+    )
+
+    @property
+    def lexical(self) -> bool:
+        """Whether chunks need a lexical side."""
+        return self.mode != "dense"
+
+    def index_settings(self) -> dict[str, object]:
+        """What the stored lexical weights depend on (a fingerprint part)."""
+        return {
+            "analyzer": self.analyzer.model_dump(mode="json"),
+            "bm25": self.bm25.model_dump(mode="json"),
+        }
+
+
+def document_weights(counts: dict[int, int], length: int, bm25: Bm25Settings) -> dict[int, float]:
+    """BM25's document-side weight of each term of a chunk."""
+    norm = bm25.k1 * (1 - bm25.b + bm25.b * length / bm25.avg_length)
+    return {term: tf * (bm25.k1 + 1) / (tf + norm) for term, tf in counts.items()}
+
+
+def idf(total: int, holding: int) -> float:
+    """Lucene's BM25 IDF: never negative, however common the term."""
+    return math.log(1 + (total - holding + 0.5) / (holding + 0.5))
+
+
+def query_weights(counts: dict[int, int], total: int, holding: dict[int, int]) -> dict[int, float]:
+    """Each query term's IDF times its count in the query; terms no chunk holds are left out."""
+    return {
+        term: count * idf(total, holding[term])
+        for term, count in counts.items()
+        if holding.get(term, 0) > 0
+    }
+
+
+def ordered(hits: Sequence[VectorSearchResult]) -> list[VectorSearchResult]:
+    """Best first; ties by document id and chunk index, so every store gives one order."""
+    return sorted(hits, key=lambda h: (-h.score, h.document_id, h.chunk.chunk_index))
+
+
+def fuse(
+    dense: Sequence[VectorSearchResult],
+    lexical: Sequence[VectorSearchResult],
+    fusion: FusionSettings,
+) -> list[VectorSearchResult]:
+    """One ranking from two, each hit's score replaced by its fused score."""
+    sides = ((ordered(dense), fusion.dense_weight), (ordered(lexical), fusion.lexical_weight))
+    scores: dict[tuple[str, int], float] = {}
+    hits: dict[tuple[str, int], VectorSearchResult] = {}
+    for ranking, weight in sides:
+        if not ranking:
+            continue
+        top, bottom = ranking[0].score, ranking[-1].score
+        for rank, hit in enumerate(ranking, start=1):
+            key = (hit.document_id, hit.chunk.chunk_index)
+            hits.setdefault(key, hit)
+            if fusion.method == "rrf":
+                part = weight / (fusion.k + rank)
+            else:
+                part = weight * ((hit.score - bottom) / (top - bottom) if top > bottom else 1.0)
+            scores[key] = scores.get(key, 0.0) + part
+    return ordered([hit.model_copy(update={"score": scores[key]}) for key, hit in hits.items()])

@@ -1,0 +1,236 @@
+"""Lexical and hybrid retrieval: the analyzer, BM25 scores, fusion, scope and updates.
+
+On a real local Qdrant (in memory and on disk) with the hashing model; the
+expected BM25 scores are computed here from the textbook formula.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ragflow_config.embedding import HashingEmbeddingModel
+from ragflow_config.message import TextBlock
+from ragflow_config.rag import (
+    Chunk,
+    CollectionMismatchError,
+    KnowledgeBase,
+    QdrantStore,
+    RetrievalSettings,
+    VectorSearchResult,
+)
+from ragflow_config.rag._analyzer import Analyzer, AnalyzerSettings
+from ragflow_config.rag._retrieval import FusionSettings, fuse
+
+DOCS = {
+    "cats": "Cats sleep on warm windows, and sleeping cats purr.",
+    "dogs": "Dogs chase the cats of the garden; the garden dogs bark at cats.",
+    "fish": "Goldfish swim slowly in a warm pond.",
+    "birds": "Parrots whistle tunes and learn many words every morning in the garden.",
+}
+
+
+def chunk(text: str, source: str, **metadata: Any) -> list[Chunk]:
+    block = TextBlock(text=text)
+    return [Chunk(content=block, source=source, chunk_index=0, total_chunks=1, metadata=metadata)]
+
+
+def knowledge_base(
+    store: QdrantStore, mode: str, collection: str = "kb", **more: Any
+) -> KnowledgeBase:
+    settings = RetrievalSettings.model_validate({"mode": mode, **more.pop("retrieval", {})})
+    return KnowledgeBase(
+        name="kb",
+        description="",
+        embedding_model=HashingEmbeddingModel(dimensions=64),
+        vector_store=store,
+        collection=collection,
+        retrieval=settings,
+        **more,
+    )
+
+
+async def fill(kb: KnowledgeBase, docs: dict[str, str] = DOCS, **metadata: Any) -> None:
+    for name, text in docs.items():
+        await kb.insert_document(chunk(text, f"{name}.txt", **metadata), document_id=name)
+
+
+def bm25(query: str, docs: dict[str, str], k1: float = 1.2, b: float = 0.75, avgdl: float = 100):
+    """Textbook BM25 (Lucene's IDF) of every document holding a query term."""
+    analyzer = Analyzer()
+    terms = {name: analyzer.terms(text) for name, text in docs.items()}
+    scores = {}
+    for name, words in terms.items():
+        tf = Counter(words)
+        score = 0.0
+        for term, count in Counter(analyzer.terms(query)).items():
+            n = sum(term in other for other in terms.values())
+            if tf[term] == 0:
+                continue
+            idf = math.log(1 + (len(docs) - n + 0.5) / (n + 0.5))
+            score += (
+                count
+                * idf
+                * tf[term]
+                * (k1 + 1)
+                / (tf[term] + k1 * (1 - b + b * len(words) / avgdl))
+            )
+        if score > 0:
+            scores[name] = score
+    return scores
+
+
+def scores(hits: list[VectorSearchResult]) -> dict[str, float]:
+    return {hit.document_id: hit.score for hit in hits}
+
+
+def test_the_analyzer_lowercases_drops_stop_words_and_stems() -> None:
+    analyzer = Analyzer()
+    assert analyzer.terms("The Cats' sleeping, and they DON'T purr in 2024!") == [
+        "cat",
+        "sleep",
+        "purr",
+        "2024",
+    ]
+    assert Analyzer(AnalyzerSettings(stemming=False, stop_words=False)).terms("The Cats") == [
+        "the",
+        "cats",
+    ]
+    # Ids are stored, so they must never change between versions or machines.
+    # (the first 8 bytes of blake2b(term), big-endian, modulo 2**29)
+    assert analyzer.term_id("cat") == Analyzer().term_id("cat") == 463_312_943
+
+
+def test_a_language_without_a_built_in_stop_list_needs_one() -> None:
+    with pytest.raises(ValidationError, match="no built-in stop words for 'german'"):
+        AnalyzerSettings(language="german")
+    assert Analyzer(AnalyzerSettings(language="german", stop_words=["die"])).terms(
+        "die Katzen schlafen"
+    ) == ["katz", "schlaf"]
+
+
+async def test_lexical_scores_are_bm25(store: QdrantStore) -> None:
+    kb = knowledge_base(store, "lexical")
+    await fill(kb)
+    for query in ["sleeping cats", "warm garden", "cats cats dogs"]:
+        expected = bm25(query, DOCS)
+        hits = await kb.search([query], top_k=10)
+        assert scores(hits) == pytest.approx(expected, rel=1e-5)
+        assert [h.document_id for h in hits] == sorted(expected, key=lambda n: -expected[n])
+
+
+async def test_bm25_settings_change_the_weights(store: QdrantStore) -> None:
+    settings = {"bm25": {"k1": 2.0, "b": 0.3, "avg_length": 7}}
+    kb = knowledge_base(store, "lexical", retrieval=settings)
+    await fill(kb)
+    hits = await kb.search(["garden dogs"], top_k=10)
+    assert scores(hits) == pytest.approx(bm25("garden dogs", DOCS, 2.0, 0.3, 7), rel=1e-5)
+
+
+async def test_idf_counts_the_knowledge_base_scope_and_hits_stay_in_it(
+    store: QdrantStore,
+) -> None:
+    mine = knowledge_base(store, "lexical", metadata_filter={"tenant": "a"})
+    theirs = knowledge_base(store, "lexical", metadata_filter={"tenant": "b"})
+    await fill(mine)
+    # Another tenant's many cats must change neither what we find nor how it scores.
+    await fill(theirs, {f"other{i}": "cats cats garden" for i in range(6)})
+    hits = await mine.search(["cats garden"], top_k=10)
+    assert scores(hits) == pytest.approx(bm25("cats garden", DOCS), rel=1e-5)
+    narrowed = await mine.search(["cats garden"], top_k=10, where={"missing": 1})
+    assert narrowed == []
+
+
+async def test_hybrid_is_the_fusion_of_the_dense_and_lexical_rankings(store: QdrantStore) -> None:
+    for fusion in (
+        {"method": "rrf", "k": 60},
+        {"method": "weighted", "dense_weight": 0.7, "lexical_weight": 0.3},
+    ):
+        retrieval = {"candidates": 3, "fusion": fusion}
+        collection = f"kb-{fusion['method']}"
+        hybrid = knowledge_base(store, "hybrid", collection, retrieval=retrieval)
+        await fill(hybrid)
+        dense = knowledge_base(store, "dense", collection)
+        lexical = knowledge_base(store, "lexical", collection)
+        query = "warm cats in the garden"
+        expected = fuse(
+            await dense.search([query], top_k=3),
+            await lexical.search([query], top_k=3),
+            FusionSettings.model_validate(fusion),
+        )
+        hits = await hybrid.search([query], top_k=2)  # each side gives its 3 candidates
+        assert [(h.document_id, h.score) for h in hits] == [
+            (h.document_id, pytest.approx(h.score)) for h in expected[:2]
+        ]
+
+
+async def test_a_hybrid_score_threshold_applies_to_the_fused_score(store: QdrantStore) -> None:
+    kb = knowledge_base(store, "hybrid")
+    await fill(kb)
+    everything = await kb.search(["warm cats"], top_k=10)
+    cut = everything[1].score
+    assert [h.document_id for h in await kb.search(["warm cats"], 10, cut)] == [
+        h.document_id for h in everything if h.score >= cut
+    ]
+
+
+def test_rrf_and_weighted_fusion_by_hand() -> None:
+    def hit(name: str, score: float) -> VectorSearchResult:
+        return VectorSearchResult(score=score, document_id=name, chunk=chunk(name, name)[0])
+
+    dense = [hit("a", 0.9), hit("b", 0.3), hit("c", 0.1)]
+    lexical = [hit("c", 8.0), hit("a", 2.0)]
+    rrf = fuse(dense, lexical, FusionSettings(k=60))
+    assert [(h.document_id, h.score) for h in rrf] == [
+        ("a", pytest.approx(1 / 61 + 1 / 62)),
+        ("c", pytest.approx(1 / 63 + 1 / 61)),
+        ("b", pytest.approx(1 / 62)),
+    ]
+    weighted = fuse(dense, lexical, FusionSettings(method="weighted", lexical_weight=0.5))
+    assert [(h.document_id, h.score) for h in weighted] == [
+        ("a", pytest.approx(1.0)),
+        ("c", pytest.approx(0.5)),
+        ("b", pytest.approx(0.25)),
+    ]
+
+
+async def test_an_updated_or_deleted_document_leaves_no_lexical_trace(store: QdrantStore) -> None:
+    kb = knowledge_base(store, "lexical")
+    await fill(kb)
+    await kb.insert_document(chunk("Goldfish now sleep in a cold lake.", "fish.txt"), "fish")
+    assert [h.document_id for h in await kb.search(["pond"], top_k=5)] == []
+    assert [h.document_id for h in await kb.search(["lake"], top_k=5)] == ["fish"]
+    await kb.delete_document("dogs")
+    assert "dogs" not in scores(await kb.search(["dogs bark"], top_k=5))
+    # IDF no longer counts the deleted or replaced text either.
+    left = {k: v for k, v in DOCS.items() if k != "dogs"}
+    left["fish"] = "Goldfish now sleep in a cold lake."
+    assert scores(await kb.search(["warm sleep"], top_k=5)) == pytest.approx(
+        bm25("warm sleep", left), rel=1e-5
+    )
+
+
+async def test_a_dense_collection_is_refused_for_hybrid_with_what_to_do(store: QdrantStore) -> None:
+    await fill(knowledge_base(store, "dense"))
+    with pytest.raises(CollectionMismatchError, match=r"without a lexical side.*reset"):
+        await knowledge_base(store, "hybrid").search(["cats"])
+
+
+def test_a_store_without_a_lexical_side_is_refused_up_front() -> None:
+    pytest.importorskip("pymilvus")
+    from ragflow_config.rag import MilvusLiteStore
+
+    with pytest.raises(ValueError, match="retrieval mode 'hybrid' needs a lexical side"):
+        knowledge_base(MilvusLiteStore(uri="unused.db"), "hybrid")  # type: ignore[arg-type]
+
+
+async def test_dense_mode_is_unchanged(store: QdrantStore) -> None:
+    kb = knowledge_base(store, "dense")
+    await fill(kb)
+    assert not await store.has_lexical("kb")
+    hits = await kb.search(["sleeping cats"], top_k=2)
+    assert hits[0].score <= 1.0
