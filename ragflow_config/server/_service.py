@@ -172,15 +172,17 @@ class KnowledgeService:
         if self._fatal is not None:
             await self._task
             raise self._fatal
-        if self._built is None:
-            logger.warning("not ready, retrying in the background: %s", self._error)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._stopping.set()
-        if self._task is not None:
-            await self._task
-            self._task = None
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if self._built is None:  # between attempts, or in one that may wait on a timeout
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     def _finish_attempt(self) -> None:
         done, self._attempt = self._attempt, asyncio.get_running_loop().create_future()
@@ -204,7 +206,9 @@ class KnowledgeService:
                     self._finish_attempt()
                     return
                 if self._error != describe_failure(exc):
-                    logger.warning("cannot open the knowledge bases: %s", describe_failure(exc))
+                    logger.warning(
+                        "not ready; trying again in the background: %s", describe_failure(exc)
+                    )
                 self._error = describe_failure(exc)
                 self._finish_attempt()
             self._kick.clear()

@@ -92,6 +92,12 @@ async def test_a_store_that_goes_away_makes_requests_503_until_it_returns(
         assert server.stop() == 0
         assert "Traceback" not in server.log
 
+        # Stopped while it still waits for its store, it stops at once.
+        postgres.stop()
+        server = server_process(str(file))
+        assert server.stop() == 0
+        assert "not ready; trying again in the background" in server.log
+
 
 async def test_a_run_beside_the_server_adds_documents_and_never_shows_half_of_one(
     tmp_path: Path,
