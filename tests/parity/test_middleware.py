@@ -1,0 +1,304 @@
+"""``RAGMiddleware`` against AgentScope 2.0.11's: the static hint and the agentic tool.
+
+Each side runs its own middleware, agent and knowledge bases (the same
+hashing model object, each on its own in-memory Qdrant, the same documents),
+with a scripted chat model; the hint the model receives and the
+``search_knowledge`` tool's declaration and output are compared field by
+field. README rows name the differences the tests allow for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agentscope", reason="the parity extra (agentscope==2.0.11) is not installed")
+
+import agentscope.agent as their_agent
+import agentscope.message as their_message
+import agentscope.middleware as their_middleware
+import agentscope.model as their_model
+import agentscope.rag as theirs
+import agentscope.tool as their_tool
+from _agentscope_model import ScriptedModel
+
+import ragflow_config.message as our_message
+import ragflow_config.rag as ours
+from ragflow_config.agent import Agent
+from ragflow_config.embedding import HashingEmbeddingModel
+from ragflow_config.middleware import RAGMiddleware
+from ragflow_config.model import ChatResponse, ScriptedChatModel
+from ragflow_config.tool import Toolkit
+
+from ._compare import plain
+from .test_knowledge_base import SharedModel
+
+DOCUMENTS = {
+    "hr": {
+        "pto.md": "Employees receive 25 days of paid time off per year.",
+        "expenses.md": "Travel expenses are reimbursed within 30 days when receipts are attached.",
+        "parental.md": "Parental leave is 16 weeks of paid leave for every new parent.",
+    },
+    "it": {
+        "laptop.md": "Laptops must use full disk encryption and lock the screen after 5 minutes.",
+        "vpn.md": "Connect to the VPN before opening internal dashboards from home.",
+    },
+}
+DESCRIPTIONS = {"hr": "HR policies: leave, pay, expenses", "it": "IT rules for laptops"}
+QUESTIONS = [
+    "How many days of paid time off do employees get?",
+    "When are travel expenses reimbursed?",
+    "VPN before internal dashboards",
+    "nothing matches zzzz",
+]
+
+
+@pytest.fixture
+async def knowledge_bases() -> AsyncIterator[tuple[list[Any], list[Any]]]:
+    model = HashingEmbeddingModel(dimensions=256)
+    async with (
+        theirs.QdrantStore(location=":memory:") as their_store,
+        ours.QdrantStore(location=":memory:") as our_store,
+    ):
+        their_kbs, our_kbs = [], []
+        for name, documents in DOCUMENTS.items():
+            their_kb = theirs.KnowledgeBase(
+                name=name,
+                description=DESCRIPTIONS[name],
+                embedding_model=SharedModel(model),
+                vector_store=their_store,
+                collection=name,
+            )
+            our_kb = ours.KnowledgeBase(
+                name=name,
+                description=DESCRIPTIONS[name],
+                embedding_model=model,
+                vector_store=our_store,
+                collection=name,
+            )
+            for source, text in documents.items():
+                for module, message, kb in (
+                    (theirs, their_message, their_kb),
+                    (ours, our_message, our_kb),
+                ):
+                    chunk = module.Chunk(
+                        content=message.TextBlock(text=text),
+                        source=source,
+                        chunk_index=0,
+                        total_chunks=1,
+                    )
+                    await kb.insert_document([chunk], document_id=source)
+            their_kbs.append(their_kb)
+            our_kbs.append(our_kb)
+        yield their_kbs, our_kbs
+
+
+async def tools(kbs: tuple[list[Any], list[Any]], **parameters: Any) -> tuple[Any, Any]:
+    their_kbs, our_kbs = kbs
+    their = their_middleware.RAGMiddleware(
+        their_kbs, parameters=their_middleware.RAGMiddleware.Parameters(**parameters)
+    )
+    our = RAGMiddleware(our_kbs, parameters=RAGMiddleware.Parameters(**parameters))
+    [their_tool_] = await their.list_tools()
+    [our_tool] = await our.list_tools()
+    return their_tool_, our_tool
+
+
+async def test_the_tool_is_declared_alike(knowledge_bases: tuple[list, list]) -> None:
+    """README row: prompt wording (our own words, the same structure and facts) and
+    README row: the search_knowledge schema (no leaked docstring; an empty query and
+    unknown arguments are refused)."""
+    their, our = await tools(knowledge_bases, mode="agentic")
+    assert our.name == their.name == "search_knowledge"
+
+    def structure(description: str) -> list[str]:
+        return [line for line in description.split("\n") if line.startswith(("## ", "- **"))]
+
+    assert structure(our.description) == structure(their.description)
+    assert structure(their.description)[-2:] == [
+        "- **hr**: HR policies: leave, pay, expenses",
+        "- **it**: IT rules for laptops",
+    ]
+    count = re.compile(r"equipped with (\d+) knowledge base")
+    assert count.findall(our.description) == count.findall(their.description) == ["2"]
+
+    def shape(schema: Any) -> Any:
+        if isinstance(schema, dict):
+            return {
+                k: shape(v)
+                for k, v in schema.items()
+                if k not in ("description", "title", "minLength", "additionalProperties")
+            }
+        if isinstance(schema, list):
+            return [shape(v) for v in schema]
+        return schema
+
+    assert shape(our.input_schema) == shape(their.input_schema)
+    assert our.input_schema["properties"]["query"]["minLength"] == 1
+    assert our.input_schema["additionalProperties"] is False
+    assert "description" not in our.input_schema and "description" in their.input_schema
+
+
+@pytest.mark.parametrize("subset", [None, ["hr"], ["it"], ["it", "hr"]])
+@pytest.mark.parametrize("top_k", [1, 3])
+async def test_the_tool_returns_the_same_output(
+    knowledge_bases: tuple[list, list], subset: list[str] | None, top_k: int
+) -> None:
+    their, our = await tools(knowledge_bases, mode="agentic", top_k=top_k)
+    arguments = {"query": ""} if subset is None else {"knowledge_bases": subset}
+    for question in QUESTIONS:
+        arguments["query"] = question
+        their_chunk = await their.call(**arguments)
+        our_chunk = await our(**arguments)
+        assert plain(our_chunk.content) == plain(their_chunk.content), question
+        assert (our_chunk.state, our_chunk.is_last) == (their_chunk.state, their_chunk.is_last)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="UNEXPLAINED mismatch: knowledge_bases=[] searches nothing in AgentScope "
+    "('No relevant content found.'), every knowledge base here",
+)
+async def test_an_empty_subset_searches_nothing(knowledge_bases: tuple[list, list]) -> None:
+    their, our = await tools(knowledge_bases, mode="agentic")
+    their_chunk = await their.call(query=QUESTIONS[0], knowledge_bases=[])
+    our_chunk = await our(query=QUESTIONS[0], knowledge_bases=[])
+    assert plain(our_chunk.content) == plain(their_chunk.content)
+
+
+async def test_the_tool_through_both_agents(knowledge_bases: tuple[list, list]) -> None:
+    """The model calls search_knowledge; the tool result it reads next is the same."""
+    their_search, our_search = await tools(knowledge_bases, mode="agentic", top_k=2)
+    arguments = json.dumps({"query": QUESTIONS[0]})
+    their_model_ = ScriptedModel(
+        [
+            their_model.ChatResponse(
+                content=[
+                    their_message.ToolCallBlock(id="c1", name="search_knowledge", input=arguments)
+                ],
+                is_last=True,
+            ),
+            their_model.ChatResponse(
+                content=[their_message.TextBlock(text="25 days.")], is_last=True
+            ),
+        ]
+    )
+    their_agent_ = their_agent.Agent(
+        name="helper",
+        system_prompt="Search when needed.",
+        model=their_model_,
+        toolkit=their_tool.Toolkit(tools=[their_search]),
+    )
+    await their_agent_.reply(
+        their_message.Msg(
+            name="user", content=[their_message.TextBlock(text=QUESTIONS[0])], role="user"
+        )
+    )
+    our_model = ScriptedChatModel(
+        [
+            ChatResponse(
+                content=[
+                    our_message.ToolCallBlock(id="c1", name="search_knowledge", arguments=arguments)
+                ]
+            ),
+            "25 days.",
+        ]
+    )
+    our_agent = Agent(
+        name="helper",
+        system_prompt="Search when needed.",
+        model=our_model,
+        toolkit=Toolkit([our_search]),
+    )
+    await our_agent.reply(our_message.Msg("user", QUESTIONS[0], "user"))
+
+    [their_result] = [
+        block
+        for message in their_model_.calls[1]
+        for block in message.content
+        if isinstance(block, their_message.ToolResultBlock)
+    ]
+    [our_result] = [
+        block
+        for message in our_model.calls[1].messages
+        for block in message.content
+        if isinstance(block, our_message.ToolResultBlock)
+    ]
+    assert plain(our_result.output) == plain(their_result.output)
+    assert "[1] (source: pto.md)" in our_result.output[0].text
+
+
+_CONTENT = re.compile(r"<content>(.*)</content>", re.DOTALL)
+
+
+async def static_hints(kbs: tuple[list, list], question: str, top_k: int) -> tuple[Any, Any]:
+    """The knowledge-base hint each side's model received, or None."""
+    their_kbs, our_kbs = kbs
+    their_mw = their_middleware.RAGMiddleware(
+        their_kbs,
+        parameters=their_middleware.RAGMiddleware.Parameters(mode="static", top_k=top_k),
+    )
+    their_model_ = ScriptedModel(
+        [their_model.ChatResponse(content=[their_message.TextBlock(text="ok")], is_last=True)]
+    )
+    their_agent_ = their_agent.Agent(
+        name="helper", system_prompt="Answer.", model=their_model_, middlewares=[their_mw]
+    )
+    await their_agent_.reply(
+        their_message.Msg(
+            name="user", content=[their_message.TextBlock(text=question)], role="user"
+        )
+    )
+    source = json.dumps({"label": "KnowledgeBase", "sublabel": ""})
+    their_hints = [
+        block
+        for message in their_model_.calls[0]
+        for block in message.content
+        if isinstance(block, their_message.HintBlock) and block.source == source
+    ]
+
+    our_mw = RAGMiddleware(our_kbs, parameters=RAGMiddleware.Parameters(mode="static", top_k=top_k))
+    our_model = ScriptedChatModel(["ok"])
+    our_agent = Agent(name="helper", system_prompt="Answer.", model=our_model, middlewares=[our_mw])
+    await our_agent.reply(our_message.Msg("user", question, "user"))
+    our_hints = [
+        block
+        for message in our_model.calls[0].messages
+        for block in message.content
+        if isinstance(block, our_message.HintBlock)
+    ]
+    assert len(their_hints) <= 1 and len(our_hints) <= 1
+    return (their_hints or [None])[0], (our_hints or [None])[0]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+@pytest.mark.parametrize("top_k", [1, 3])
+async def test_the_static_hint_carries_the_same_passages(
+    knowledge_bases: tuple[list, list], question: str, top_k: int
+) -> None:
+    """README row: prompt wording (the hint's lead-in is ours; the passages between
+    ``<content>`` and ``</content>`` are compared exactly). README row: static-mode
+    queries (AgentScope searches ``user: <question>``, here the question)."""
+    their_hint, our_hint = await static_hints(knowledge_bases, question, top_k)
+    assert (their_hint is None) == (our_hint is None)
+    if their_hint is None:
+        return
+    [their_passages] = _CONTENT.findall(their_hint.hint)
+    [our_passages] = _CONTENT.findall(our_hint.hint)
+    assert our_passages == their_passages
+    template = RAGMiddleware.Parameters().hint_template
+    assert our_hint.hint == template.replace("{context}", our_passages)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="UNEXPLAINED mismatch: the static hint's source is "
+    '\'{"label": "KnowledgeBase", "sublabel": ""}\' in AgentScope, "RAGMiddleware" here',
+)
+async def test_the_static_hint_has_the_same_source(knowledge_bases: tuple[list, list]) -> None:
+    their_hint, our_hint = await static_hints(knowledge_bases, QUESTIONS[0], 3)
+    assert our_hint.source == their_hint.source
