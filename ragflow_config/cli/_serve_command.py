@@ -39,6 +39,14 @@ def register(commands: Commands) -> None:
     serve.add_argument(
         "--kb", action="append", metavar="NAME", help="serve only this knowledge base; repeatable"
     )
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages from this browser origin (https://app.example.com) call the server; "
+        "repeatable",
+    )
     serve.add_argument("--token-env", default=None, metavar="VARIABLE", help=TOKEN_HELP)
     serve.add_argument(
         "--max-body-bytes",
@@ -82,6 +90,7 @@ def _serve(args: argparse.Namespace) -> int:
         drain_seconds=max(args.drain_seconds, 0.0),
         access_log=not args.no_access_log,
         log_queries=args.log_queries,
+        cors_origins=tuple(args.cors_origin),
     )
     if options.access_log:
         logging.getLogger("ragflow_config.server.access").setLevel(logging.INFO)

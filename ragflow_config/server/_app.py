@@ -20,11 +20,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -517,11 +519,26 @@ def create_app(
     owned = isinstance(source, Pipeline)
     service = KnowledgeService(source, knowledge_bases) if isinstance(source, Pipeline) else source
     mcp_server = create_mcp_server(service, options)
+    security = None
+    if options.cors_origins and options.loopback:
+        # The SDK guards a loopback server against DNS rebinding by Host and Origin;
+        # the origins allowed here must pass that check too.
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=[
+                "http://127.0.0.1:*",
+                "http://localhost:*",
+                "http://[::1]:*",
+                *options.cors_origins,
+            ],
+        )
     mcp_app = mcp_server.streamable_http_app(
         streamable_http_path=options.mcp_path,
         stateless_http=True,  # read-only, no server-to-client messages: no session to keep
         json_response=True,
         max_request_body_size=options.max_body_bytes,
+        transport_security=security,
         host=options.host,
     )
     routes: list[BaseRoute] = [
@@ -552,6 +569,23 @@ def create_app(
         if options.access_log
         else []
     )
+    if options.cors_origins:
+        # Outside the token check: a browser's preflight carries no Authorization header.
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(options.cors_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Mcp-Session-Id",
+                    "Mcp-Protocol-Version",
+                    "Last-Event-ID",
+                ],
+                expose_headers=["Mcp-Session-Id"],
+            )
+        )
     if options.token is not None:
         middleware.append(Middleware(BearerTokenMiddleware, token=options.token))
     middleware.append(Middleware(BodyLimitMiddleware, limit=options.max_body_bytes))

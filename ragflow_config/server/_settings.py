@@ -78,6 +78,11 @@ class ServeOptions(BaseModel):
         default=False, description="Also log the text of each query (off: queries may be private)."
     )
     mcp_path: str = Field(default="/mcp", description="Where MCP over streamable HTTP is served.")
+    cors_origins: tuple[str, ...] = Field(
+        default=(),
+        description="Browser origins (https://app.example.com) whose pages may call the server; "
+        "none by default.",
+    )
 
     @property
     def loopback(self) -> bool:

@@ -256,3 +256,45 @@ async def test_a_knowledge_base_not_indexed_yet_answers_nothing_and_is_not_creat
     assert server.stop() == 0
     async with Pipeline.load(file).build() as built:
         assert not await built.knowledge_base("tutorial").vector_store.has_collection("shared")
+
+
+async def test_a_browser_origin_named_with_cors_origin_may_call_it(
+    indexed: Path, server_process: type[ServerProcess]
+) -> None:
+    origin = "https://app.example.com"
+    server = server_process(
+        str(indexed), "--cors-origin", origin, env={"RAGFLOW_SERVE_TOKEN": TOKEN}
+    )
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+    }
+    with httpx.Client(base_url=server.url) as client:
+        for path in ("/v1/knowledge-bases/tutorial/search", "/mcp"):
+            allowed = client.options(path, headers={"Origin": origin, **preflight})
+            assert allowed.status_code == 200, allowed.text  # no token on a preflight
+            assert allowed.headers["access-control-allow-origin"] == origin
+            other = client.options(path, headers={"Origin": "https://evil.example", **preflight})
+            assert "access-control-allow-origin" not in other.headers
+        answer = client.post(
+            "/v1/knowledge-bases/tutorial/search",
+            headers={"Origin": origin, "Authorization": f"Bearer {TOKEN}"},
+            json={"query": QUERY},
+        )
+        assert answer.status_code == 200
+        assert answer.headers["access-control-allow-origin"] == origin
+        mcp = client.post(
+            "/mcp",
+            headers={
+                "Origin": origin,
+                "Authorization": f"Bearer {TOKEN}",
+                "Accept": "application/json, text/event-stream",
+            },
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        )
+        assert mcp.status_code == 200, mcp.text
+        assert mcp.headers["access-control-allow-origin"] == origin
+        refused = client.post(
+            "/v1/knowledge-bases/tutorial/search", headers={"Origin": origin}, json={"query": "x"}
+        )
+        assert refused.status_code == 401
