@@ -44,7 +44,8 @@ class SearchKnowledgeTool(ToolBase):
     async def call(self, **arguments: Any) -> list[TextBlock | DataBlock]:
         query: str = arguments["query"]
         names: list[str] | None = arguments.get("knowledge_bases")
-        targets = [kb for kb in self._knowledge_bases if not names or kb.name in names]
+        # None (or no argument) is every base; an empty list is none, as in AgentScope.
+        targets = [kb for kb in self._knowledge_bases if names is None or kb.name in names]
         hits = await self._retrieve([query], targets)
         return format_results(hits) or [TextBlock(text=NO_RESULTS)]
 
