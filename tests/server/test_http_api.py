@@ -30,6 +30,7 @@ async def test_search_answers_what_knowledge_base_search_does(
     expected = await _expected(indexed, "tutorial", QUERY, top_k=4)
     documents = await _documents(indexed, "tutorial")
     server = server_process(str(indexed))
+    assert server.url.startswith("http://127.0.0.1:")  # loopback unless --host says otherwise
     with httpx.Client(base_url=server.url) as client:
         answer = client.post(
             "/v1/knowledge-bases/tutorial/search", json={"query": QUERY, "top_k": 4}

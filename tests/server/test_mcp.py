@@ -174,3 +174,35 @@ async def test_the_tool_follows_the_middlewares_block(
         else:  # only a static one: its bases and top_k, offered as a tool
             assert hits == 1 and enum["enum"] == ["howto"]
             assert "(source: logging.md)" in text or "(source: sorting.md)" in text
+
+
+async def test_the_tool_reranks_with_the_middlewares_rerank_model(tmp_path: Path) -> None:
+    from model._server import ChatServer, completion
+
+    chat = ChatServer()
+    chat.start()
+    try:
+        middlewares = (
+            "chat_models:\n"
+            f"  reranker: {{type: openai_compatible, parameters: {{base_url: '{chat.url}', "
+            "model: judge}}\n"
+            "middlewares:\n"
+            "  - type: rag\n"
+            "    knowledge_bases: [tutorial]\n"
+            "    rerank_model: reranker\n"
+            "    parameters: {mode: agentic, top_k: 2, rerank_candidate_k: 3}\n"
+        )
+        file = write_pipeline(tmp_path, middlewares=middlewares)
+        await index(file)
+        chat.replies.append(completion('{"ids": ["c3", "c2"]}'))
+        async with KnowledgeService(Pipeline.load(file)) as service:
+            candidates = await (await service.knowledge_base("tutorial")).search([QUERY], top_k=3)
+            blocks = await service.call_tool({"query": QUERY})
+        assert len(chat.requests) == 1  # the middleware's reranker judged the candidates
+        chosen = [candidates[2], candidates[1]]
+        assert "".join(b.text for b in blocks) == "\n\n".join(  # type: ignore[union-attr]
+            f"[{n}] (source: {hit.chunk.source})\n{hit.chunk.content.text}"  # type: ignore[union-attr]
+            for n, hit in enumerate(chosen, start=1)
+        )
+    finally:
+        chat.stop()
