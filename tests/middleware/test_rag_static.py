@@ -79,7 +79,7 @@ async def test_hint_reaches_the_first_step_only_and_is_removed_after_it(hr_kb: K
     ]
     [hint] = hints(first.messages)
     assert hint.hint == PTO_HINT
-    assert hint.source == "RAGMiddleware"
+    assert hint.source == '{"label": "KnowledgeBase", "sublabel": ""}'  # as AgentScope's
     # The second step sees the tool round trip but no hint, and neither does the memory.
     assert hints(second.messages) == []
     assert isinstance(second.messages[-1].content[0], ToolResultBlock)

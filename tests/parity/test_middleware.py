@@ -290,11 +290,6 @@ async def test_the_static_hint_carries_the_same_passages(
     assert our_hint.hint == template.replace("{context}", our_passages)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="UNEXPLAINED mismatch: the static hint's source is "
-    '\'{"label": "KnowledgeBase", "sublabel": ""}\' in AgentScope, "RAGMiddleware" here',
-)
 async def test_the_static_hint_has_the_same_source(knowledge_bases: tuple[list, list]) -> None:
     their_hint, our_hint = await static_hints(knowledge_bases, QUESTIONS[0], 3)
     assert our_hint.source == their_hint.source

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from ...agent import Agent
 
 logger = logging.getLogger("ragflow_config.middleware.rag")
+
+# The hint's ``source``, as AgentScope labels it: JSON a frontend parses into a label.
+HINT_SOURCE = json.dumps({"label": "KnowledgeBase", "sublabel": ""})
 
 
 class RAGMiddleware(MiddlewareBase):
@@ -101,9 +105,8 @@ class RAGMiddleware(MiddlewareBase):
             hits = []
         if not hits:
             return await next_handler()
-        source = type(self).__name__
-        hint = HintBlock(hint=wrap_hint(p.hint_template, format_results(hits)), source=source)
-        carrier = Msg(source, [hint], "user")
+        hint = HintBlock(hint=wrap_hint(p.hint_template, format_results(hits)), source=HINT_SOURCE)
+        carrier = Msg(type(self).__name__, [hint], "user")
         agent.context.append(carrier)
         if p.emit_hint_event:
             state.emit(
