@@ -56,7 +56,7 @@ class KnowledgeBase:
             raise ValueError(
                 f"knowledge base {name!r}: retrieval mode {self._retrieval.mode!r} needs a "
                 f"lexical side, which {vector_store.store_name} does not have yet; use a qdrant "
-                "store or set `retrieval: {mode: dense}`"
+                "or pgvector store, or set `retrieval: {mode: dense}`"
             )
         self._analyzer = Analyzer(self._retrieval.analyzer) if self._retrieval.lexical else None
         self.name = name

@@ -158,3 +158,60 @@ async def test_swapping_the_store_block_keeps_the_top_results(
     for hits, expected in zip(results, reference, strict=True):
         for (_, _, score), (_, _, expected_score) in zip(hits, expected, strict=True):
             assert score == pytest.approx(expected_score, abs=1e-4)  # one score scale everywhere
+
+
+# Backends with a lexical side: one retrieval block gives one ranking on each.
+LEXICAL_BACKENDS = ["qdrant", "pgvector"]
+
+
+async def ranked(path: Path, top_k: int = 5) -> list[list[tuple[str, int, float]]]:
+    """Index the pipeline at ``path``, then each query's hits; the collection is dropped."""
+    from ragflow_config.pipeline._run import run
+
+    async with Pipeline.load(path).build() as built:  # one build: a :memory: store lives in it
+        await run(built, None, RunOptions(workers=0))
+        kb = built.knowledge_bases["howto"]
+        try:
+            return [
+                [
+                    (h.chunk.source, h.chunk.chunk_index, h.score)
+                    for h in await kb.search([q], top_k=top_k)
+                ]
+                for q in QUERIES
+            ]
+        finally:
+            await kb.vector_store.delete_collection(kb.collection)
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+@pytest.mark.parametrize("backend", LEXICAL_BACKENDS)
+async def test_one_retrieval_block_gives_one_ranking_on_every_lexical_backend(
+    backend: str,
+    mode: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    retrieval = f"    retrieval: {{mode: {mode}, fusion: {{method: weighted}}}}\n"
+    memory = json.dumps({"type": "qdrant", "parameters": {"location": ":memory:"}})
+    reference_path = tmp_path / "reference.yaml"
+    reference_path.write_text(
+        PIPELINE.format(store=memory, corpus=CORPUS) + retrieval, encoding="utf-8"
+    )
+    block = relocated(
+        backend, example_store_block(BACKENDS[backend]), tmp_path, request, monkeypatch
+    )
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        PIPELINE.format(store=json.dumps(block), corpus=CORPUS) + retrieval, encoding="utf-8"
+    )
+    expected, results = await ranked(reference_path), await ranked(path)
+    assert all(expected)
+    assert [[(s, i) for s, i, _ in hits] for hits in results] == [
+        [(s, i) for s, i, _ in hits] for hits in expected
+    ]
+    for hits, wanted in zip(results, expected, strict=True):
+        for (_, _, score), (_, _, wanted_score) in zip(hits, wanted, strict=True):
+            assert score == pytest.approx(wanted_score, rel=1e-5)

@@ -168,6 +168,16 @@ async def test_hybrid_is_the_fusion_of_the_dense_and_lexical_rankings(store: Qdr
         ]
 
 
+async def test_equal_scores_are_ordered_by_document_id_whatever_the_store_returns(
+    store: QdrantStore,
+) -> None:
+    kb = knowledge_base(store, "hybrid")
+    names = [f"twin{i}" for i in (3, 7, 0, 9, 5, 1, 8, 2, 6, 4)]
+    await fill(kb, dict.fromkeys(names, "Identical twins sleep alike."))
+    hits = await kb.search(["twins sleep"], top_k=10)
+    assert [h.document_id for h in hits] == sorted(names)
+
+
 async def test_a_hybrid_score_threshold_applies_to_the_fused_score(store: QdrantStore) -> None:
     kb = knowledge_base(store, "hybrid")
     await fill(kb)

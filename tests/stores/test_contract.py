@@ -566,8 +566,8 @@ async def test_lexical_scores_are_exact_inner_products_within_the_filter(
         ("a", pytest.approx(2.5)),
         ("d", pytest.approx(2.25)),
     ]  # c shares no term and "plain" has none: neither is a hit
-    scoped = await store.lexical_search(collection, weights, 2, {"tenant": "x"})
-    assert keys(scoped) == [("b", 0), ("a", 0)]
+    scoped = await store.lexical_search(collection, weights, 3, {"tenant": "x"})
+    assert keys(scoped) == [("b", 0), ("a", 0)]  # d is outside
     assert await store.term_counts(collection, [1, 2, 3, 7], {"tenant": "x"}) == (
         4,
         {1: 1, 2: 2, 3: 1, 7: 0},

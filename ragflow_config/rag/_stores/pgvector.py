@@ -12,6 +12,7 @@ from pydantic import Field
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import PostgresCredential
+from .._analyzer import TERM_SPACE
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._pg_text import from_postgres, to_postgres
 from .base import (
@@ -51,9 +52,15 @@ class PgVectorStore(VectorStoreBase):
     so a pool would add a dependency and more server connections for little
     gain, and a single connection makes every call's transaction explicit.
     A broken connection is reopened on the next attempt.
+
+    The lexical side (``create_lexical_collection``) adds two columns: ``terms
+    sparsevec``, scored by pgvector's exact inner product, and ``term_ids
+    integer[]`` under a GIN index, which picks the rows sharing a query term
+    and which ``term_counts`` counts.
     """
 
     requires: ClassVar[dict[str, str]] = {"psycopg": "pgvector", "pgvector": "pgvector"}
+    supports_lexical: ClassVar[bool] = True
 
     class Parameters(StoreParameters):
         dsn_env: str = Field(
@@ -109,6 +116,7 @@ class PgVectorStore(VectorStoreBase):
         self._lock: asyncio.Lock | None = None
         self._iterative_scan = False
         self._scoped_tables: set[str] = set()
+        self._lexical_tables: dict[str, bool] = {}
 
     @property
     def store_name(self) -> str:
@@ -267,6 +275,12 @@ class PgVectorStore(VectorStoreBase):
         return int(typmod) if typmod is not None and typmod > 0 else 0
 
     async def create_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=False)
+
+    async def create_lexical_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=True)
+
+    async def _create(self, name: str, dimensions: int, *, lexical: bool) -> None:
         from psycopg import sql
 
         table = self._table(name)
@@ -300,11 +314,41 @@ class PgVectorStore(VectorStoreBase):
                 await connection.execute(
                     sql.SQL("CREATE INDEX ON {} USING gin (metadata jsonb_path_ops)").format(table)
                 )
+                if lexical:
+                    await connection.execute(
+                        sql.SQL(
+                            "ALTER TABLE {} ADD COLUMN terms sparsevec({}),"
+                            " ADD COLUMN term_ids integer[]"
+                        ).format(table, sql.Literal(TERM_SPACE))
+                    )
+                    await connection.execute(
+                        sql.SQL("CREATE INDEX ON {} USING gin (term_ids)").format(table)
+                    )
 
+        self._lexical_tables.pop(name, None)
         await self._run(create)
+
+    async def has_lexical(self, name: str) -> bool:
+        return await self._run(lambda connection: self._has_terms(connection, name))
+
+    async def _has_terms(self, connection: Any, name: str) -> bool:
+        """Whether the table has the lexical columns; remembered per table."""
+        if name not in self._lexical_tables:
+            cursor = await connection.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s)"
+                " AND attname = 'terms' AND NOT attisdropped)",
+                (self._table(name).as_string(connection),),
+            )
+            (found,) = await cursor.fetchone()
+            if not found:
+                return False  # not remembered: the table may be made lexical yet
+            self._lexical_tables[name] = True
+        return self._lexical_tables[name]
 
     async def delete_collection(self, name: str) -> None:
         from psycopg import sql
+
+        self._lexical_tables.pop(name, None)
 
         statement = sql.SQL("DROP TABLE IF EXISTS {}").format(self._table(name))
         await self._run(lambda connection: connection.execute(statement))
@@ -329,7 +373,16 @@ class PgVectorStore(VectorStoreBase):
             " metadata = EXCLUDED.metadata"
         ).format(self._table(collection))
         refuse_unencodable(self.store_name, records)
-        rows = []
+        # A table with a lexical side gets every record's terms (NULL for
+        # none), so an overwrite never leaves the old record's terms behind.
+        lexical_statement = sql.SQL(
+            "INSERT INTO {} (document_id, chunk_index, scope, embedding, chunk, metadata,"
+            " terms, term_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (document_id, chunk_index, scope) DO UPDATE SET"
+            " embedding = EXCLUDED.embedding, chunk = EXCLUDED.chunk,"
+            " metadata = EXCLUDED.metadata, terms = EXCLUDED.terms, term_ids = EXCLUDED.term_ids"
+        ).format(self._table(collection))
+        rows: list[tuple[Any, ...]] = []
         for record in records:
             chunk = to_postgres(record.chunk.model_dump(mode="json"))
             rows.append(
@@ -345,7 +398,11 @@ class PgVectorStore(VectorStoreBase):
         size = self.parameters.batch_size
 
         async def write(connection: Any) -> None:
+            nonlocal statement, rows
             await self._key_by_scope(connection, collection)
+            if await self._has_terms(connection, collection):
+                statement = lexical_statement
+                rows = [(*row, *_sparse(record)) for row, record in zip(rows, records, strict=True)]
             try:
                 # One transaction: a failed insert leaves no half-written document.
                 async with connection.transaction(), connection.cursor() as cursor:
@@ -428,6 +485,67 @@ class PgVectorStore(VectorStoreBase):
         ]
         return results
 
+    async def lexical_search(
+        self,
+        collection: str,
+        weights: dict[int, float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        if top_k <= 0 or not weights:
+            return []
+        from pgvector import SparseVector
+        from psycopg import sql
+
+        where, params = _where(metadata_filter)
+        # The GIN index finds the rows sharing a term; each is scored exactly.
+        statement = sql.SQL(
+            "SELECT document_id, chunk, ((terms <#> %(query)s) * -1)::float8 AS score"
+            " FROM {} WHERE term_ids && %(ids)s::integer[] AND {}"
+            " ORDER BY terms <#> %(query)s, document_id, chunk_index LIMIT %(top_k)s"
+        ).format(self._table(collection), where)
+        params.update(query=SparseVector(weights, TERM_SPACE), ids=sorted(weights), top_k=top_k)
+
+        async def run(connection: Any) -> list[Any]:
+            cursor = await connection.execute(statement, params)
+            return list(await cursor.fetchall())
+
+        return [
+            VectorSearchResult(
+                score=float(score),
+                document_id=from_postgres(document_id),
+                chunk=Chunk.model_validate(from_postgres(chunk)),
+            )
+            for document_id, chunk, score in await self._run(run)
+        ]
+
+    async def term_counts(
+        self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
+    ) -> tuple[int, dict[int, int]]:
+        from psycopg import sql
+
+        where, params = _where(metadata_filter)
+        table = self._table(collection)
+        total_statement = sql.SQL("SELECT count(*) FROM {} WHERE {}").format(table, where)
+        terms_statement = sql.SQL(
+            "SELECT term, count(*) FROM {}, unnest(term_ids) AS term"
+            " WHERE term_ids && %(ids)s::integer[] AND term = ANY(%(ids)s::integer[]) AND {}"
+            " GROUP BY term"
+        ).format(table, where)
+        params["ids"] = sorted(set(terms))
+
+        async def run(connection: Any) -> tuple[int, dict[int, int]]:
+            cursor = await connection.execute(total_statement, params)
+            (total,) = await cursor.fetchone()
+            found: dict[int, int] = {}
+            if terms:
+                cursor = await connection.execute(terms_statement, params)
+                found = {int(term): int(count) for term, count in await cursor.fetchall()}
+            return int(total), found
+
+        total, found = await self._run(run)
+        return total, {term: found.get(term, 0) for term in dict.fromkeys(terms)}
+
     def _scan_settings(self, ef_search: int) -> dict[str, str]:
         settings = {"hnsw.ef_search": str(ef_search)}
         if self._iterative_scan:
@@ -491,6 +609,15 @@ class PgVectorStore(VectorStoreBase):
             return await cursor.fetchall()
 
         return [Chunk.model_validate(from_postgres(chunk)) for (chunk,) in await self._run(run)]
+
+
+def _sparse(record: VectorRecord) -> tuple[Any, list[int] | None]:
+    """A record's ``terms`` and ``term_ids`` column values."""
+    from pgvector import SparseVector
+
+    if not record.terms:
+        return None, None
+    return SparseVector(record.terms, TERM_SPACE), sorted(record.terms)
 
 
 def _where(

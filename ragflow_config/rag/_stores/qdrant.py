@@ -413,7 +413,6 @@ class QdrantStore(VectorStoreBase):
                 chunk=Chunk.model_validate(point.payload["chunk"]),
             )
             for point in response.points
-            if point.score > 0
         ]
 
     async def term_counts(
