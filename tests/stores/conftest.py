@@ -27,7 +27,10 @@ from ragflow_config.rag import Chunk, QdrantStore, VectorRecord, VectorStoreBase
 ELASTICSEARCH_URL = "RAGFLOW_TEST_ELASTICSEARCH_URL"
 MONGODB_URI = "RAGFLOW_TEST_MONGODB_URI"
 # Keys the contract suite filters searches on; MongoDB must index them up front.
-SEARCH_FILTER_KEYS = ["tenant", "org.team", "org.unit", "label", "kind", "n", "ratio", "flag"]
+SEARCH_FILTER_KEYS = [
+    *("tenant", "org.team", "org.unit", "label", "kind", "n", "ratio", "flag"),
+    *("sheets", "org.tags", "nums", "mixed"),  # the list-valued ones
+]
 
 STORE_KINDS = [
     "qdrant-memory",

@@ -19,6 +19,7 @@ from ragflow_config._errors import UnstorableDocumentError
 from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
 from ragflow_config.rag._document import scope_key
+from ragflow_config.rag._stores.base import matches_filter
 
 from .conftest import StoreCase, make_record
 
@@ -178,6 +179,87 @@ async def test_nested_and_multi_key_filters(
 
     assert {r.document_id for r in found} == expected
     assert set(listed) == expected
+
+
+def _list_records() -> list[VectorRecord]:
+    # List-valued metadata, as the Excel and PDF parsers emit (``sheets``, ``pages``).
+    metadata: list[dict[str, Any]] = [
+        {
+            "tenant": "t",
+            "sheets": ["Q1", "Q2"],
+            "org": {"tags": ["a", "b"]},
+            "nums": [1, 2.5],
+            "mixed": ["x", 3, True],
+        },
+        {
+            "tenant": "t",
+            "sheets": ["Q3", "two lines", "two\nlines"],
+            "org": {"tags": ["c"]},
+            "nums": [True],
+            "mixed": [False, "3", 4.0],
+        },
+        {"tenant": "u", "sheets": "Q1", "org": {"tags": "a"}, "nums": 1, "mixed": 3},
+        {"tenant": "u", "sheets": [], "org": {"tags": []}, "nums": [], "mixed": [["x"]]},
+    ]
+    names = ["listed", "other", "scalar", "empty"]
+    return [
+        make_record(name, i, unit(i), meta, total=2)
+        for name, meta in zip(names, metadata, strict=True)
+        for i in range(2)
+    ]
+
+
+LIST_FILTERS = [
+    ({"sheets": "Q1"}, {"listed", "scalar"}),  # a list holding it, and a scalar equal to it
+    ({"sheets": "Q3"}, {"other"}),
+    ({"sheets": "Q9"}, set()),  # no list holds it
+    ({"sheets": "two\nlines"}, {"other"}),
+    ({"org": {"tags": "a"}}, {"listed", "scalar"}),  # nested
+    ({"org": {"tags": "c"}}, {"other"}),
+    ({"nums": 1}, {"listed", "scalar"}),  # the number 1, not the boolean in [true]
+    ({"nums": True}, {"other"}),  # a boolean, not the number 1
+    ({"nums": 2.5}, {"listed"}),
+    ({"mixed": 3}, {"listed", "scalar"}),  # not "3"
+    ({"mixed": "3"}, {"other"}),
+    ({"mixed": 4.0}, {"other"}),
+    ({"mixed": 4}, {"other"}),  # the integer 4 equals 4.0
+    ({"mixed": True}, {"listed"}),
+    ({"mixed": False}, {"other"}),
+    ({"mixed": "x"}, {"listed"}),  # not the list ["x"] inside a list
+    ({"tenant": "t", "sheets": "Q1"}, {"listed"}),
+    ({"tenant": "u"}, {"scalar", "empty"}),  # a scalar field: equality as before
+]
+
+
+@pytest.mark.parametrize(("metadata_filter", "expected"), LIST_FILTERS, ids=str)
+def test_the_reference_filter_matches_a_list_that_holds_the_value(
+    metadata_filter: dict[str, Any], expected: set[str]
+) -> None:
+    matched = {
+        r.document_id for r in _list_records() if matches_filter(r.chunk.metadata, metadata_filter)
+    }
+    assert matched == expected
+
+
+@pytest.mark.parametrize(("metadata_filter", "expected"), LIST_FILTERS, ids=str)
+async def test_a_filter_value_matches_a_list_that_holds_it(
+    store: VectorStoreBase, collection: str, metadata_filter: dict[str, Any], expected: set[str]
+) -> None:
+    await store.create_collection(collection, DIMENSIONS)
+    records = _list_records()
+    await store.insert(collection, records)
+    everything = {r.document_id for r in records}
+
+    found = await store.search(collection, unit(0), top_k=20, metadata_filter=metadata_filter)
+    assert {r.document_id for r in found} == expected
+    assert await counts(store, collection, metadata_filter) == dict.fromkeys(expected, 2)
+    for document_id in everything:
+        chunks = await store.list_chunks(collection, document_id, metadata_filter=metadata_filter)
+        assert len(chunks) == (2 if document_id in expected else 0), document_id
+
+    for document_id in everything:
+        await store.delete(collection, document_id, metadata_filter=metadata_filter)
+    assert set(await counts(store, collection)) == everything - expected
 
 
 HOSTILE_VALUES = [

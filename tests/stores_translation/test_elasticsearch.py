@@ -125,7 +125,8 @@ async def test_invalid_index_names_are_refused_before_any_request(
 
 async def test_insert_sends_batched_ndjson_bulk_requests(es_server: FakeElasticsearch) -> None:
     es_server.respond = lambda r: (200, {"took": 1, "errors": False, "items": []})
-    metadata = {"page": 3, "org": {"team": 'a"b.c'}, "ok": True, "tags": ["x"], "none": None}
+    tags = ["x", 2.0, False, ["y"], {"z": "w"}, None, "x"]
+    metadata = {"page": 3, "org": {"team": 'a"b.c'}, "ok": True, "tags": tags, "none": None}
     records = [make_record("doc", i, metadata) for i in range(3)]
 
     async with store(es_server, batch_size=2) as es:
@@ -147,11 +148,16 @@ async def test_insert_sends_batched_ndjson_bulk_requests(es_server: FakeElastics
             "document_id": "doc",
             "chunk_index": record.chunk.chunk_index,
             "chunk": record.chunk.model_dump(mode="json"),
-            # Lists and nulls are not filterable; every scalar leaf is, with its type.
+            # Every scalar leaf is filterable, with its type, and so is each
+            # scalar element of a list, under the list's path (once); nulls,
+            # and lists and mappings inside a list, are not.
             "metadata_terms": [
                 term(["page"], "number", 3)["term"]["metadata_terms"],
                 term(["org", "team"], "string", 'a"b.c')["term"]["metadata_terms"],
                 term(["ok"], "bool", True)["term"]["metadata_terms"],
+                term(["tags"], "string", "x")["term"]["metadata_terms"],
+                term(["tags"], "number", 2)["term"]["metadata_terms"],
+                term(["tags"], "bool", False)["term"]["metadata_terms"],
             ],
         }
 

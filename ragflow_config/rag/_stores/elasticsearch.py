@@ -65,7 +65,9 @@ class ElasticsearchStore(VectorStoreBase):
     keeps ``"3"`` apart from ``3`` and ``true``, and a key ``"a.b"`` apart from
     ``{"a": {"b": ...}}``; unlike dynamic keyword mappings it can neither hit a
     mapping type conflict nor grow the mapping with every new metadata key.
-    Lists and ``null`` are not filterable, as in ``metadata_filter`` itself.
+    A list's scalar elements each get the list's keyword, so a filter finds
+    a list holding its value. An index written before lists were indexed so
+    has no keyword for their elements: ``reset`` and ``run`` it again.
 
     Credentials come from ``credential`` or the variables ``api_key_env``, or
     ``username_env`` and ``password_env``. Requires an Elasticsearch server
@@ -478,20 +480,32 @@ def filter_term(path: tuple[str, ...], value: Scalar) -> str:
 
 
 def metadata_terms(metadata: dict[str, Any]) -> list[str]:
-    """The filter keywords of every scalar leaf of ``metadata``."""
+    """The filter keywords of every scalar leaf of ``metadata``.
+
+    A list's scalar elements each stand under the list's path, so a ``term``
+    query on the keyword array finds a list holding the value; a list or
+    mapping inside a list is not descended into, as in ``matches_filter``.
+    """
     terms: list[str] = []
+
+    def scalar(prefix: tuple[str, ...], value: Any) -> None:
+        if isinstance(value, (str, bool, int)) or (
+            isinstance(value, float) and math.isfinite(value)
+        ):
+            terms.append(filter_term(prefix, value))
 
     def walk(prefix: tuple[str, ...], value: Any) -> None:
         if isinstance(value, dict):
             for key, inner in value.items():
                 walk((*prefix, str(key)), inner)
-        elif isinstance(value, (str, bool, int)) or (
-            isinstance(value, float) and math.isfinite(value)
-        ):
-            terms.append(filter_term(prefix, value))
+        elif isinstance(value, list):
+            for element in value:
+                scalar(prefix, element)
+        else:
+            scalar(prefix, value)
 
     walk((), metadata)
-    return terms
+    return list(dict.fromkeys(terms))
 
 
 def filter_clauses(metadata_filter: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -438,6 +438,7 @@ class MilvusLiteStore(VectorStoreBase):
         self, metadata_filter: dict[str, Any] | None, document_id: str | None = None
     ) -> str:
         clauses = [_metadata_clause(pair) for pair in flatten_filter(metadata_filter)]
+        clauses = [clause for clause in clauses if clause]
         if document_id is not None:
             clauses.insert(0, f'document_key == "{_document_key(document_id)}"')
         return " and ".join(clauses)
@@ -489,12 +490,25 @@ def _metadata_clause(pair: FilterPair) -> str:
     key = "".join(f"[{json.dumps(part, ensure_ascii=False)}]" for part in path)
     if isinstance(value, str) and _has_line_break(value):
         # A string literal cannot spell a line break (measured on Milvus Lite
-        # 2.5.1: a raw one is a syntax error, and no escape decodes to one), so
-        # each becomes a LIKE wildcard, as do LIKE's own special characters;
-        # the rows this lets in are then matched exactly (``_exact``).
-        pattern = "".join("_" if c in "\r\n%_\\" else c for c in value)
-        return f"metadata{key} like {_literal(pattern)}"
-    return f"metadata{key} == {_literal(value)}"
+        # 2.5.1: a raw one is a syntax error, no escape decodes to one, and
+        # filter_params templates fail the query). LIKE, with a wildcard for
+        # each, narrowed a scalar, but never looks inside a list, and 2.5.1 has
+        # no ``not`` nor any test that picks out lists; so this key gets no
+        # native clause, and the rows are matched exactly (``_exact``).
+        return ""
+    # A list holding the value matches too: json_contains is true only for a
+    # list (measured on 2.5.1: it keeps true apart from 1, finds no element
+    # of a list inside the list, and with an integer literal misses a float
+    # element, 1.0, which a float literal finds along with the integer).
+    element = float(value) if _exact_float(value) else value
+    return (
+        f"(metadata{key} == {_literal(value)} or json_contains(metadata{key}, {_literal(element)}))"
+    )
+
+
+def _exact_float(value: str | int | float | bool) -> bool:
+    """Whether ``value`` is an integer a float literal spells exactly."""
+    return type(value) is int and abs(value) <= 2**53
 
 
 def _literal(value: str | int | float | bool) -> str:

@@ -509,7 +509,11 @@ def index_state(index: dict[str, Any]) -> Literal["ready", "building", "failed"]
 
 
 def metadata_clauses(metadata_filter: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """``metadata_filter`` as ``$eq`` clauses; ``$eq`` keeps a value like "$where" literal."""
+    """``metadata_filter`` as ``$eq`` clauses; ``$eq`` keeps a value like "$where" literal.
+
+    On an array ``$eq`` matches an element equal to the value (the list meaning
+    of ``metadata_filter``), in ``find`` and in ``$vectorSearch``'s filter alike.
+    """
     clauses = []
     for path, value in flatten_filter(metadata_filter):
         metadata_key_problem(path, "metadata_filter")

@@ -627,21 +627,26 @@ def _where(
     from psycopg import sql
     from psycopg.types.json import Jsonb
 
-    conditions = []
+    conditions: list[Any] = []
     params: dict[str, Any] = {}
     if document_id is not None:
         conditions.append(sql.SQL("document_id = %(document_id)s"))
         params["document_id"] = to_postgres(document_id)
-    pairs = flatten_filter(metadata_filter)
-    if pairs:
-        contained: dict[str, Any] = {}
-        for path, value in pairs:
-            node = contained
-            for key in path[:-1]:
-                node = node.setdefault(key, {})
-            node[path[-1]] = value
-        conditions.append(sql.SQL("metadata @> %(metadata)s"))
-        params["metadata"] = Jsonb(to_postgres(contained))
+    # Per pair, containment of the value or of a list holding it: jsonb's @>
+    # finds a scalar inside an array only at the top level, so
+    # {"s": ["a", "b"]} @> {"s": "a"} is false while @> {"s": ["a"]} is true
+    # (and {"s": "a"} @> {"s": ["a"]} false). Both are served by the GIN index
+    # (a BitmapOr of two index scans), and jsonb keeps true apart from 1.
+    for number, (path, value) in enumerate(flatten_filter(metadata_filter)):
+        both = []
+        for leaf, form in ((value, "value"), ([value], "list")):
+            contained: dict[str, Any] = {path[-1]: leaf}
+            for key in reversed(path[:-1]):
+                contained = {key: contained}
+            name = f"metadata_{number}_{form}"
+            both.append(sql.SQL("metadata @> {}").format(sql.Placeholder(name)))
+            params[name] = Jsonb(to_postgres(contained))
+        conditions.append(sql.SQL("({})").format(sql.SQL(" OR ").join(both)))
     if not conditions:
         return sql.SQL("TRUE"), params
     return sql.SQL(" AND ").join(conditions), params

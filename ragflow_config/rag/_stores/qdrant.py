@@ -241,7 +241,10 @@ class QdrantStore(VectorStoreBase):
             )
         for path, value in flatten_filter(metadata_filter):
             key = "chunk.metadata." + ".".join(self._key(part) for part in path)
-            if isinstance(value, float):
+            # A payload list matches when an element does. A number is a range
+            # (f64) so that 4 finds 4.0 too, as it does the other way; an integer
+            # past 2**53 stays an exact match. Neither ever matches a boolean.
+            if isinstance(value, float) or (type(value) is int and abs(value) <= 2**53):
                 condition = models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
             else:
                 condition = models.FieldCondition(key=key, match=models.MatchValue(value=value))
