@@ -35,7 +35,7 @@ knowledge_bases:
 middlewares:
   - type: rag
     knowledge_bases: [handbook-a]
-    parameters: {mode: MODE, top_k: 2, emit_hint_event: false}
+    parameters: {mode: MODE, top_k: 2, emit_hint_event: false EXTRA}
 """
 
 # Tenant b's text answers the question word for word; only a's may ever be found.
@@ -56,10 +56,14 @@ def chunk(source: str, text: str) -> Chunk:
     return Chunk(content=TextBlock(text=text), source=source, chunk_index=0, total_chunks=1)
 
 
-async def built_pipeline(tmp_path: Path, mode: str) -> AsyncIterator[BuiltPipeline]:
+async def built_pipeline(
+    tmp_path: Path, mode: str, extra: str = ""
+) -> AsyncIterator[BuiltPipeline]:
+    """The pipeline in ``mode``, ``extra`` added to its middleware's parameters."""
     (tmp_path / "docs").mkdir(exist_ok=True)
     path = tmp_path / f"{mode}.yaml"
-    path.write_text(PIPELINE.replace("MODE", mode), encoding="utf-8")
+    text = PIPELINE.replace("MODE", mode).replace(" EXTRA", extra)
+    path.write_text(text, encoding="utf-8")
     async with Pipeline.load(path).build() as built:
         for name, files in TEXTS.items():
             for source, text in files.items():

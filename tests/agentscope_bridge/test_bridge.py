@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from agentscope.tool import Toolkit
 
 from ragflow_config.pipeline import BuiltPipeline
 
-from .conftest import QUESTION, TEXTS, chunk
+from .conftest import QUESTION, TEXTS, built_pipeline, chunk
 
 # The source AgentScope's RAGMiddleware gives its hint; the agent adds hints of its own.
 KNOWLEDGE_BASE_HINT = json.dumps({"label": "KnowledgeBase", "sublabel": ""})
@@ -140,6 +141,22 @@ async def test_agentic_mode_search_knowledge_returns_our_hits_of_the_tenant(
     )
     assert output == expected_output(hits)
     assert "Tenant b" not in output
+
+
+async def test_the_pipelines_parameters_are_in_force(tmp_path: Path) -> None:
+    extra = r', hint_template: "Notes:\n{context}\nEnd of notes."'
+    async for built in built_pipeline(tmp_path, "static", extra):
+        native = built.as_agentscope()
+        model = ScriptedModel([answer("ok")])
+        agent = Agent(
+            name="helper", system_prompt="Answer.", model=model, middlewares=native.middlewares
+        )
+        await agent.reply(Msg(name="user", content=[TextBlock(text=QUESTION)], role="user"))
+        [hint] = [
+            h for h in blocks_of(model.calls[0], HintBlock) if h.source == KNOWLEDGE_BASE_HINT
+        ]
+        hits = await built.knowledge_bases["handbook-a"].search([f"user: {QUESTION}"], top_k=2)
+        assert hint.hint == f"Notes:\n{expected_output(hits)}\nEnd of notes."
 
 
 async def test_a_reranking_middleware_needs_an_agentscope_rerank_model(
