@@ -167,6 +167,15 @@ async def test_insert_search_list_delete_agree(kind: str, tmp_path: Path) -> Non
             await their_kb.search(QUERIES, top_k=10)
         )
 
+        # Edge cases: an empty insert keeps the given id and writes nothing; no queries find
+        # nothing; deleting an unknown document is no error.
+        assert await our_kb.insert_document([], "empty") == "empty"
+        assert await their_kb.insert_document([], "empty") == "empty"
+        assert await our_kb.search([]) == await their_kb.search([]) == []
+        await our_kb.delete_document("never-inserted")
+        await their_kb.delete_document("never-inserted")
+        assert await summaries(our_kb) == await summaries(their_kb)
+
         # Another tenant's handle on the same collection sees nothing of t1's, on both sides.
         for module, kb, model_ in ((theirs, their_kb, SharedModel(model)), (ours, our_kb, model)):
             other = module.KnowledgeBase(
