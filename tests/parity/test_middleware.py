@@ -293,3 +293,41 @@ async def test_the_static_hint_carries_the_same_passages(
 async def test_the_static_hint_has_the_same_source(knowledge_bases: tuple[list, list]) -> None:
     their_hint, our_hint = await static_hints(knowledge_bases, QUESTIONS[0], 3)
     assert our_hint.source == their_hint.source
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [["c3", "c1"], ["c2", "c2", "c99", "c4"], [], ["c4", "c3", "c2", "c1"]],
+    ids=str,
+)
+async def test_reranking_keeps_the_same_hits(knowledge_bases: tuple[list, list], ids: list) -> None:
+    """Both rerank models answer the same ids; the tool returns the same hits. README row:
+    prompt wording (the instruction differs; the candidate blocks are compared exactly)."""
+    their_kbs, our_kbs = knowledge_bases
+    their_reranker = ScriptedModel([], structured=[{"ids": ids}])
+    our_reranker = ScriptedChatModel([json.dumps({"ids": ids})])
+    parameters: dict[str, Any] = {"mode": "agentic", "top_k": 2, "rerank_candidate_k": 4}
+    their_mw = their_middleware.RAGMiddleware(
+        their_kbs,
+        parameters=their_middleware.RAGMiddleware.Parameters(**parameters),
+        rerank_model=their_reranker,
+    )
+    our_mw = RAGMiddleware(
+        our_kbs, parameters=RAGMiddleware.Parameters(**parameters), rerank_model=our_reranker
+    )
+    [their_search] = await their_mw.list_tools()
+    [our_search] = await our_mw.list_tools()
+
+    their_chunk = await their_search.call(query=QUESTIONS[1])
+    our_chunk = await our_search(query=QUESTIONS[1])
+
+    assert plain(our_chunk.content) == plain(their_chunk.content)
+    [their_request] = their_reranker.calls
+    [our_request] = our_reranker.calls
+
+    def candidates(messages: list[Any]) -> list[str]:
+        texts = [getattr(b, "text", "") for m in messages for b in m.content]
+        return [t for t in texts if t.startswith("<candidate ")]
+
+    assert candidates(our_request.messages) == candidates(their_request)
+    assert len(candidates(their_request)) == 4
