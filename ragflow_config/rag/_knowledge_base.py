@@ -55,8 +55,8 @@ class KnowledgeBase:
         if self._retrieval.lexical and not vector_store.supports_lexical:
             raise ValueError(
                 f"knowledge base {name!r}: retrieval mode {self._retrieval.mode!r} needs a "
-                f"lexical side, which {vector_store.store_name} does not have yet; use a qdrant "
-                "or pgvector store, or set `retrieval: {mode: dense}`"
+                f"lexical side, which {vector_store.store_name} does not have yet; use a qdrant, "
+                "pgvector or milvus_lite store, or set `retrieval: {mode: dense}`"
             )
         self._analyzer = Analyzer(self._retrieval.analyzer) if self._retrieval.lexical else None
         self.name = name

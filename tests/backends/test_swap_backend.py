@@ -161,7 +161,7 @@ async def test_swapping_the_store_block_keeps_the_top_results(
 
 
 # Backends with a lexical side: one retrieval block gives one ranking on each.
-LEXICAL_BACKENDS = ["qdrant", "pgvector"]
+LEXICAL_BACKENDS = ["qdrant", "milvus_lite", "pgvector"]
 
 
 async def ranked(path: Path, top_k: int = 5) -> list[list[tuple[str, int, float]]]:

@@ -231,11 +231,12 @@ async def test_a_dense_collection_is_refused_for_hybrid_with_what_to_do(store: Q
 
 
 def test_a_store_without_a_lexical_side_is_refused_up_front() -> None:
-    pytest.importorskip("pymilvus")
-    from ragflow_config.rag import MilvusLiteStore
+    pytest.importorskip("elasticsearch")
+    from ragflow_config.rag import ElasticsearchStore
 
+    store = ElasticsearchStore(hosts="http://localhost:9200")  # never contacted
     with pytest.raises(ValueError, match="retrieval mode 'hybrid' needs a lexical side"):
-        knowledge_base(MilvusLiteStore(uri="unused.db"), "hybrid")  # type: ignore[arg-type]
+        knowledge_base(store, "hybrid")  # type: ignore[arg-type]
 
 
 async def test_dense_mode_is_unchanged(store: QdrantStore) -> None:

@@ -47,6 +47,7 @@ _ENCODED_PREFIX = "_m_"  # only names this module encodes start with it
 _QUERY_PAGE = 4096
 _MAX_VARCHAR = 65535
 _MAX_SEARCH_LIMIT = 16384  # Milvus's largest top k
+_MAX_TERMS = 4096  # Milvus's largest array: the distinct terms a chunk can hold
 # Less free space than this beside a Milvus Lite file is named as a failure's likely cause.
 _LOW_DISK_BYTES = 64 * 1024 * 1024
 
@@ -64,9 +65,15 @@ class MilvusLiteStore(VectorStoreBase):
     variable ``token_env``. Each entity carries the chunk, its metadata as a
     JSON field, and a hash of the document id, so filters are native
     expressions in which no document id or filter value can change the syntax.
+
+    The lexical side (``create_lexical_collection``) adds ``terms``, a sparse
+    vector under an exact inverted index scored by inner product, and
+    ``term_ids``, an array of its term ids that ``term_counts`` counts with
+    ``array_contains``.
     """
 
     requires: ClassVar[dict[str, str]] = {"pymilvus": "milvus", "milvus_lite": "milvus"}
+    supports_lexical: ClassVar[bool] = True
 
     class Parameters(StoreParameters):
         uri: str = Field(
@@ -109,6 +116,7 @@ class MilvusLiteStore(VectorStoreBase):
         self._credential = credential
         self._client: Any = None
         self._lite_path: str | None = None
+        self._lexical: dict[str, bool] = {}
 
     @property
     def store_name(self) -> str:
@@ -231,7 +239,14 @@ class MilvusLiteStore(VectorStoreBase):
         )
 
     async def create_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=False)
+
+    async def create_lexical_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=True)
+
+    async def _create(self, name: str, dimensions: int, *, lexical: bool) -> None:
         timeout = self.parameters.timeout
+        self._lexical.pop(name, None)
         if await self.has_collection(name):
             # A server may have restarted with the collection released.
             await self._call(
@@ -248,12 +263,21 @@ class MilvusLiteStore(VectorStoreBase):
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dimensions)
         schema.add_field("chunk", DataType.JSON)
         schema.add_field("metadata", DataType.JSON)
+        if lexical:
+            schema.add_field("terms", DataType.SPARSE_FLOAT_VECTOR)
+            schema.add_field(
+                "term_ids", DataType.ARRAY, element_type=DataType.INT64, max_capacity=_MAX_TERMS
+            )
         index_params = pymilvus.AsyncMilvusClient.prepare_index_params()
         index_params.add_index(
             field_name="vector",
             index_type="AUTOINDEX",
             metric_type=_METRICS[self.parameters.distance],
         )
+        if lexical:  # an inverted index: every posting is scored, so the inner product is exact
+            index_params.add_index(
+                field_name="terms", index_type="SPARSE_INVERTED_INDEX", metric_type="IP"
+            )
         # Passing the index makes Milvus build and load the collection.
         await self._call(
             lambda client: client.create_collection(
@@ -262,6 +286,7 @@ class MilvusLiteStore(VectorStoreBase):
         )
 
     async def delete_collection(self, name: str) -> None:
+        self._lexical.pop(name, None)
         if await self.has_collection(name):
             await self._call(
                 lambda client: client.drop_collection(
@@ -291,6 +316,16 @@ class MilvusLiteStore(VectorStoreBase):
                 return int(field["params"]["dim"])
         raise VectorStoreError(self.store_name, f"collection {name!r} has no vector field")
 
+    async def has_lexical(self, name: str) -> bool:
+        if name not in self._lexical:
+            description = await self._call(
+                lambda client: client.describe_collection(
+                    milvus_name(name), timeout=self.parameters.timeout
+                )
+            )
+            self._lexical[name] = any(f["name"] == "terms" for f in description["fields"])
+        return self._lexical[name]
+
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         for record in records:
@@ -300,10 +335,23 @@ class MilvusLiteStore(VectorStoreBase):
                     f"{record.chunk.source}: its document_id is longer than Milvus's "
                     f"VARCHAR limit of {_MAX_VARCHAR} bytes",
                 )
+            if record.terms and len(record.terms) > _MAX_TERMS:
+                raise UnstorableDocumentError(
+                    self.store_name,
+                    f"{record.chunk.source} chunk {record.chunk.chunk_index}: "
+                    f"{len(record.terms)} distinct terms, more than Milvus's array limit of "
+                    f"{_MAX_TERMS}; use smaller chunks",
+                )
+        # A collection with a lexical side gets every record's terms (none for
+        # none): Milvus needs every field, and an upsert replaces them all.
+        lexical = any(r.terms is not None for r in records) or (
+            bool(records) and await self.has_lexical(collection)
+        )
         size = self.parameters.batch_size
         for start in range(0, len(records), size):
             await self._upsert(
-                collection, [_row(record) for record in records[start : start + size]]
+                collection,
+                [_row(record, lexical) for record in records[start : start + size]],
             )
 
     async def _upsert(self, collection: str, rows: list[dict[str, Any]]) -> None:
@@ -376,6 +424,78 @@ class MilvusLiteStore(VectorStoreBase):
         ]
         results.sort(key=lambda result: result.score, reverse=True)
         return results
+
+    async def lexical_search(
+        self,
+        collection: str,
+        weights: dict[int, float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        if top_k <= 0 or not weights:
+            return []
+        expression = self._expression(metadata_filter)
+        approximate = _approximate(metadata_filter)
+
+        def best(limit: int) -> Callable[[Any], Awaitable[Any]]:
+            return lambda client: client.search(
+                milvus_name(collection),
+                data=[dict(weights)],
+                filter=expression,
+                limit=limit,
+                output_fields=["document_id", "chunk"],
+                anns_field="terms",
+                search_params={"metric_type": "IP"},
+                timeout=self.parameters.timeout,
+            )
+
+        limit = top_k
+        while True:
+            [hits] = await self._call(best(limit))
+            found = len(hits)
+            if approximate:
+                hits = [hit for hit in hits if _within(hit["entity"], metadata_filter)][:top_k]
+            if len(hits) >= top_k or found < limit or limit >= _MAX_SEARCH_LIMIT:
+                break
+            limit = min(_MAX_SEARCH_LIMIT, limit * 4)
+        return [
+            VectorSearchResult(
+                score=float(hit["distance"]),
+                document_id=hit["entity"]["document_id"],
+                chunk=Chunk.model_validate(hit["entity"]["chunk"]),
+            )
+            for hit in hits
+        ]
+
+    async def term_counts(
+        self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
+    ) -> tuple[int, dict[int, int]]:
+        expression = self._expression(metadata_filter)
+        wanted = list(dict.fromkeys(terms))
+        if _approximate(metadata_filter):  # count the exact matches here
+            rows = _exact(
+                await self._query_all(collection, expression, ["chunk", "term_ids"]),
+                metadata_filter,
+            )
+            held = Counter(t for row in rows for t in set(row["term_ids"] or []))
+            return len(rows), {term: held[term] for term in wanted}
+
+        async def count(clause: str) -> int:
+            condition = " and ".join(c for c in (expression, clause) if c)
+            rows = await self._call(
+                lambda client: client.query(
+                    milvus_name(collection),
+                    filter=condition,
+                    output_fields=["count(*)"],
+                    timeout=self.parameters.timeout,
+                )
+            )
+            return int(rows[0]["count(*)"])
+
+        total = await count("")
+        return total, {
+            term: await count(f"array_contains(term_ids, {int(term)})") for term in wanted
+        }
 
     async def _query_all(self, collection: str, expression: str, fields: list[str]) -> list[Any]:
         """Every row matching ``expression``, paged by primary key."""
@@ -467,9 +587,9 @@ def milvus_name(name: str) -> str:
     return f"{spelled[: 255 - 1 - len(digest)]}_{digest}"
 
 
-def _row(record: VectorRecord) -> dict[str, Any]:
+def _row(record: VectorRecord, lexical: bool = False) -> dict[str, Any]:
     chunk = record.chunk.model_dump(mode="json")
-    return {
+    row: dict[str, Any] = {
         "id": record.key,
         "document_key": _document_key(record.document_id),
         "document_id": record.document_id,
@@ -478,6 +598,11 @@ def _row(record: VectorRecord) -> dict[str, Any]:
         "chunk": chunk,
         "metadata": chunk["metadata"],
     }
+    if lexical:
+        terms = record.terms or {}
+        row["terms"] = dict(terms)
+        row["term_ids"] = sorted(terms)
+    return row
 
 
 def _document_key(document_id: str) -> str:
