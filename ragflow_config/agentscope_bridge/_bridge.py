@@ -66,15 +66,15 @@ def middleware(
 
     ``knowledge_bases`` maps names to handles already bridged (so that one
     handle serves every middleware); the others are bridged here.
-    ``rerank_model`` is an AgentScope chat model; it is required when
-    ``ours`` reranks, since a ragflow_config chat model is not one.
+    ``rerank_model``, an AgentScope chat model, replaces the middleware's own
+    rerank model; by default that one (a ragflow_config chat model) is
+    wrapped as an AgentScope chat model.
     """
     agentscope_middleware = require("agentscope.middleware", "agentscope")
     if ours.rerank_model is not None and rerank_model is None:
-        raise ValueError(
-            "this RAG middleware reranks with a ragflow_config chat model, which AgentScope "
-            "cannot call: pass rerank_model=<an agentscope.model.ChatModelBase>"
-        )
+        from ._native import BridgedChatModel
+
+        rerank_model = BridgedChatModel(ours.rerank_model)
     bridged = dict(knowledge_bases or {})
     handles = [bridged.get(kb.name) or knowledge_base(kb) for kb in ours.knowledge_bases]
     # The fields the pipeline set; AgentScope's defaults (its prompt wording) for the rest.
@@ -88,11 +88,15 @@ def middleware(
 def as_agentscope(built: BuiltPipeline, *, rerank_model: Any = None) -> AgentScopeObjects:
     """Every knowledge base and middleware of ``built``, as AgentScope objects.
 
-    Valid as long as ``built`` is (inside its ``async with``).
+    Valid as long as ``built`` is (inside its ``async with``). The
+    middlewares that rerank do it with their own rerank model, wrapped as an
+    AgentScope chat model, or with ``rerank_model`` (an AgentScope one) if given.
     """
     handles = {name: knowledge_base(kb) for name, kb in built.knowledge_bases.items()}
     middlewares: Sequence[Any] = [
-        middleware(each, handles, rerank_model=rerank_model)
+        middleware(
+            each, handles, rerank_model=rerank_model if each.rerank_model is not None else None
+        )
         for each in built.middlewares
         if isinstance(each, RAGMiddleware)
     ]

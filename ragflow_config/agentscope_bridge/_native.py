@@ -5,12 +5,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import BaseModel
+
 from .._extras import require
-from ..message import DataBlock, TextBlock
+from ..message import DataBlock, Msg, TextBlock
+from ..model import ChatModelBase
 from ..rag import Chunk, KnowledgeBase
 
 _rag = require("agentscope.rag", "agentscope")
 _message = require("agentscope.message", "agentscope")
+_model = require("agentscope.model", "agentscope")
+_credential = require("agentscope.credential", "agentscope")
 
 logger = logging.getLogger("ragflow_config.agentscope_bridge")
 
@@ -92,3 +97,55 @@ def _query(query: Any) -> str | TextBlock | DataBlock | None:
         return DataBlock.model_validate(query.model_dump())
     logger.debug("query block of type %s dropped", type(query).__name__)
     return None
+
+
+class _BridgeCredential(_credential.CredentialBase):  # type: ignore[name-defined]
+    """No credential of its own: the wrapped model has its own."""
+
+
+class BridgedChatModel(_model.ChatModelBase):  # type: ignore[name-defined]
+    """One of our chat models as an AgentScope chat model, for what AgentScope's
+    ``RAGMiddleware`` asks of a rerank model: structured output, and plain text
+    answers. Text and data blocks are passed on; tool calls are not bridged."""
+
+    class Parameters(BaseModel):
+        pass
+
+    def __init__(self, ours: ChatModelBase) -> None:
+        super().__init__(
+            credential=_BridgeCredential(),
+            model=ours.model_name,
+            parameters=BridgedChatModel.Parameters(),
+            stream=False,
+            max_retries=0,
+        )
+        self._ours = ours
+
+    async def _call_api(
+        self, model_name: str, messages: list[Any], tools: Any = None, **kwargs: Any
+    ) -> Any:
+        if tools:
+            raise NotImplementedError("tool calls are not bridged to ragflow_config chat models")
+        response = await self._ours(_messages(messages))
+        return _model.ChatResponse(content=[_message.TextBlock(text=response.text)], is_last=True)
+
+    async def generate_structured_output(
+        self, messages: list[Any], structured_model: Any, **kwargs: Any
+    ) -> Any:
+        if not (isinstance(structured_model, type) and issubclass(structured_model, BaseModel)):
+            raise TypeError("only a pydantic model is bridged as a structured output schema")
+        answer = await self._ours.generate_structured_output(_messages(messages), structured_model)
+        return _model.StructuredResponse(content=answer.model_dump())
+
+
+def _messages(messages: list[Any]) -> list[Msg]:
+    """Ours for AgentScope's messages: their text and data blocks, by role."""
+    converted = []
+    for message in messages:
+        blocks = [block for block in map(_query, message.content) if block is not None]
+        converted.append(Msg(message.name, [_block(b) for b in blocks], message.role))
+    return converted
+
+
+def _block(block: str | TextBlock | DataBlock) -> TextBlock | DataBlock:
+    return TextBlock(text=block) if isinstance(block, str) else block

@@ -17,6 +17,7 @@ from agentscope.model import ChatResponse
 from agentscope.rag import DocumentSummary, KnowledgeBase, VectorSearchResult
 from agentscope.tool import Toolkit
 
+from ragflow_config.model import ScriptedChatModel
 from ragflow_config.pipeline import BuiltPipeline
 
 from .conftest import QUESTION, TEXTS, built_pipeline, chunk
@@ -159,10 +160,33 @@ async def test_the_pipelines_parameters_are_in_force(tmp_path: Path) -> None:
         assert hint.hint == f"Notes:\n{expected_output(hits)}\nEnd of notes."
 
 
-async def test_a_reranking_middleware_needs_an_agentscope_rerank_model(
-    static_pipeline: BuiltPipeline,
+async def test_a_reranking_middleware_reranks_with_its_own_model(
+    agentic_pipeline: BuiltPipeline,
 ) -> None:
-    [ours] = static_pipeline.middlewares
-    ours.rerank_model = object()  # any ragflow_config chat model
-    with pytest.raises(ValueError, match="rerank_model="):
-        static_pipeline.as_agentscope()
+    [ours] = agentic_pipeline.middlewares
+    ours.rerank_model = ScriptedChatModel(['{"ids": ["c2", "c1"]}'])  # our chat model
+    [search] = await agentic_pipeline.as_agentscope().tools()
+
+    found = await search.call(query=QUESTION)
+
+    hits = await agentic_pipeline.knowledge_bases["handbook-a"].search([QUESTION], top_k=4)
+    assert len(hits) == 3  # every candidate of tenant a, then the model's choice
+    assert found.content[0].text == expected_output([hits[1], hits[0]])
+    [request] = ours.rerank_model.calls
+    assert QUESTION in request.messages[0].content[0].text
+
+
+async def test_our_chat_model_answers_as_an_agentscope_model() -> None:
+    from agentscope.model import ChatModelBase
+
+    from ragflow_config.agentscope_bridge._native import BridgedChatModel
+
+    ours = ScriptedChatModel(["Hello, alice."])
+    bridged = BridgedChatModel(ours)
+    assert isinstance(bridged, ChatModelBase)
+    response = await bridged(
+        messages=[Msg(name="alice", content=[TextBlock(text="Hi")], role="user")]
+    )
+    assert [block.text for block in response.content] == ["Hello, alice."]
+    [call] = ours.calls
+    assert [(m.name, m.role, m.text) for m in call.messages] == [("alice", "user", "Hi")]
