@@ -101,8 +101,15 @@ def _search(args: argparse.Namespace) -> int:
         for rank, hit in enumerate(hits, 1):
             content = hit.chunk.content
             text = content.text if content.type == "text" else f"<{content.media_type} data>"
+            headings = hit.chunk.metadata.get("headings")
+            section = (
+                f"  {' > '.join(map(str, headings))}"
+                if isinstance(headings, list) and headings
+                else ""
+            )
             print(
                 f"[{rank}] score {hit.score:.4f}  {hit.chunk.source}  (chunk {hit.chunk.chunk_index})"
+                + section
             )
             print("    " + text.strip().replace("\n", "\n    "))
             print()

@@ -205,15 +205,29 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
                 self._runtime = (self._load_tokenizer(), self._load_session(), calls)
             return self._runtime
 
-    def _load_tokenizer(self) -> Tokenizer:
+    @classmethod
+    def load_tokenizer(cls) -> Tokenizer:
+        """The model's own tokenizer (hash-checked), with no truncation and no padding.
+
+        Chunkers count word pieces with it; ``window`` is how many (special
+        tokens included) the model reads of one text.
+        """
         tokenizers = require("tokenizers", "minilm")
         resource = resources.files(__package__).joinpath("_data").joinpath(TOKENIZER_FILE)
         data = resource.read_bytes()
         _check_digest(str(resource), data, TOKENIZER_SHA256)
         tokenizer = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
-        # The shipped file pads every text to a fixed 128; each session call pads its own.
-        tokenizer.enable_truncation(max_length=self.parameters.max_length)
+        # The shipped file pads and truncates every text to a fixed 128.
+        tokenizer.no_truncation()
         tokenizer.no_padding()
+        return tokenizer
+
+    window: ClassVar[int] = MAX_LENGTH
+    """Word pieces the model reads of one text, [CLS] and [SEP] included."""
+
+    def _load_tokenizer(self) -> Tokenizer:
+        tokenizer = self.load_tokenizer()
+        tokenizer.enable_truncation(max_length=self.parameters.max_length)
         return tokenizer
 
     def _load_session(self) -> InferenceSession:

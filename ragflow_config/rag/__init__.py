@@ -27,11 +27,18 @@ from ._stores.base import VectorStoreBase
 from ._stores.qdrant import QdrantStore
 
 if TYPE_CHECKING:
+    from ._chunkers.heading import HeadingChunker
+    from ._chunkers.recursive import RecursiveChunker
+    from ._chunkers.token import TokenChunker
     from ._parsers.docx import WordParser
+    from ._parsers.eml import EmailParser
     from ._parsers.excel import ExcelParser
+    from ._parsers.html import HTMLParser
     from ._parsers.image import ImageParser
+    from ._parsers.markdown import MarkdownParser
     from ._parsers.pdf import PDFParser
     from ._parsers.pptx import PPTParser
+    from ._parsers.records import RecordsParser
     from ._stores.elasticsearch import ElasticsearchStore
     from ._stores.milvus import MilvusLiteStore
     from ._stores.mongodb import MongoDBStore
@@ -44,6 +51,13 @@ _LAZY = {
     "WordParser": "._parsers.docx",
     "ExcelParser": "._parsers.excel",
     "ImageParser": "._parsers.image",
+    "MarkdownParser": "._parsers.markdown",
+    "HTMLParser": "._parsers.html",
+    "RecordsParser": "._parsers.records",
+    "EmailParser": "._parsers.eml",
+    "TokenChunker": "._chunkers.token",
+    "HeadingChunker": "._chunkers.heading",
+    "RecursiveChunker": "._chunkers.recursive",
     "MilvusLiteStore": "._stores.milvus",
     "MongoDBStore": "._stores.mongodb",
     "ElasticsearchStore": "._stores.elasticsearch",
@@ -69,10 +83,14 @@ __all__ = [
     "CollectionMismatchError",
     "DocumentSummary",
     "ElasticsearchStore",
+    "EmailParser",
     "ExcelParser",
     "FusionSettings",
+    "HTMLParser",
+    "HeadingChunker",
     "ImageParser",
     "KnowledgeBase",
+    "MarkdownParser",
     "MilvusLiteStore",
     "MongoDBStore",
     "PDFParser",
@@ -82,9 +100,12 @@ __all__ = [
     "ParserFileNotFoundError",
     "PgVectorStore",
     "QdrantStore",
+    "RecordsParser",
+    "RecursiveChunker",
     "RetrievalSettings",
     "Section",
     "TextParser",
+    "TokenChunker",
     "VectorRecord",
     "VectorSearchResult",
     "VectorStoreBase",

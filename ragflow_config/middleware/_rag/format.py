@@ -28,10 +28,15 @@ def queries_from(messages: Sequence[Msg]) -> list[Query]:
 
 
 def format_results(hits: Sequence[VectorSearchResult]) -> Blocks:
-    """``[i] (source: <file>)\\n<text>`` per hit, blank line between hits, data blocks kept."""
+    """``[i] (source: <file>)\\n<text>`` per hit, blank line between hits, data blocks kept.
+
+    A chunk that knows the headings it sits under (``metadata["headings"]``,
+    from the ``markdown``/``html`` parsers or the ``heading`` chunker) is
+    cited with them: ``[i] (source: guide.md, section: Guide > Install)``.
+    """
     blocks: Blocks = []
     for number, hit in enumerate(hits, start=1):
-        prefix = ("\n\n" if number > 1 else "") + f"[{number}] (source: {hit.chunk.source})\n"
+        prefix = ("\n\n" if number > 1 else "") + f"[{number}] ({citation(hit)})\n"
         content = hit.chunk.content
         if isinstance(content, TextBlock):
             _append_text(blocks, prefix + content.text)
@@ -39,6 +44,15 @@ def format_results(hits: Sequence[VectorSearchResult]) -> Blocks:
             _append_text(blocks, prefix)
             blocks.append(content.model_copy(deep=True))
     return blocks
+
+
+def citation(hit: VectorSearchResult) -> str:
+    """``source: <file>``, then ``section: A > B`` when the chunk has a heading path."""
+    cited = f"source: {hit.chunk.source}"
+    headings = hit.chunk.metadata.get("headings")
+    if isinstance(headings, list) and headings:
+        cited += ", section: " + " > ".join(str(heading) for heading in headings)
+    return cited
 
 
 def wrap_hint(template: str, blocks: Blocks) -> str | Blocks:

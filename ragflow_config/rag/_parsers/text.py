@@ -35,6 +35,10 @@ class TextParser(ParserBase):
         "application/json",
         "application/xml",
         "application/x-yaml",
+        # Typed by extension so the structured parsers can claim them; still text here.
+        "application/x-ndjson",
+        "application/xhtml+xml",
+        "message/rfc822",
     ]
 
     class Parameters(ComponentParameters):
@@ -62,13 +66,17 @@ class TextParser(ParserBase):
     def supported_extensions(cls) -> list[str]:
         return [
             ".csv",
+            ".eml",
             ".htm",
             ".html",
             ".json",
+            ".jsonl",
             ".markdown",
             ".md",
+            ".ndjson",
             ".rst",
             ".txt",
+            ".xhtml",
             ".xml",
             ".yaml",
             ".yml",

@@ -1,0 +1,68 @@
+"""A chunker that counts exactly, with the embedding model's own tokenizer."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..._component import ComponentParameters
+from ...message import DataBlock, TextBlock
+from .._document import Chunk, Section
+from ._tokens import TokenCounter, TokenParameters
+from .base import ChunkerBase
+
+
+class TokenChunker(ChunkerBase):
+    """Pieces of at most ``chunk_size`` word pieces of the embedding model's tokenizer.
+
+    Sizes are counted with the model's own tokenizer, special tokens included
+    (MiniLM's by default, or any Hugging Face ``tokenizer_file``): a chunk is
+    exactly as long as the model sees it, and with the default ``chunk_size``
+    (MiniLM's window, 256) no chunk is ever truncated by ``minilm``, where
+    ``approx_token`` at 256 (one token per 4 bytes) gives chunks that are.
+    Cuts fall on the largest unit that fits, by semantic-text-splitter's
+    levels: paragraph breaks, line breaks, sentences, words, then graphemes.
+    Pieces are trimmed; neighbouring ones share up to ``overlap`` word pieces.
+    ``DataBlock`` sections pass through whole.
+    """
+
+    chunker_type: ClassVar[str] = "token"
+    requires: ClassVar[dict[str, str]] = {
+        "semantic_text_splitter": "documents",
+        "tokenizers": "documents",
+    }
+
+    class Parameters(TokenParameters):
+        pass
+
+    parameters: Parameters
+
+    def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
+        super().__init__(parameters, **options)
+        self.counter = TokenCounter(self.parameters)
+        self._splitter: Any = None
+
+    async def chunk(self, sections: list[Section]) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for section in sections:
+            pieces: list[TextBlock | DataBlock]
+            if isinstance(section.content, TextBlock):
+                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
+            else:
+                pieces = [section.content]
+            chunks.extend(
+                Chunk(
+                    content=piece,
+                    source=section.source,
+                    chunk_index=0,
+                    total_chunks=0,
+                    metadata=dict(section.metadata),
+                )
+                for piece in pieces
+            )
+        return self.number(chunks)
+
+    def split(self, text: str) -> list[str]:
+        """The trimmed, non-blank pieces of ``text``."""
+        if self._splitter is None:
+            self._splitter = self.counter.splitter("text")
+        return [piece for piece in self._splitter.chunks(text) if piece.strip()]

@@ -1,0 +1,214 @@
+"""HTML pages by content: the main text as Markdown, cut at its headings."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from ..._component import ComponentParameters
+from ..._errors import ParserError
+from ..._extras import require
+from ...message import TextBlock
+from .._document import Section
+from .._headings import HEADINGS_KEY, split_by_headings
+from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table
+from .base import ParserBase
+
+# Never content: code, styling, embedded objects, forms and their controls.
+_NEVER = (
+    "script, style, noscript, template, iframe, object, embed, svg, canvas, form, "
+    "button, input, select, textarea, [hidden], [aria-hidden=true], "
+    "a.headerlink"  # the pilcrow links documentation generators put after headings
+)
+# Page furniture around the content: menus, banners, sidebars, footers, cookie notices.
+_FURNITURE = (
+    "nav, aside, header, footer, dialog, [role=navigation], [role=banner], "
+    "[role=contentinfo], [role=complementary], [role=search], [role=dialog]"
+)
+_MAIN = ("main", "[role=main]", "article")
+_HEADINGS = {f"h{level}": level for level in range(1, 7)}
+_BLOCKS = {
+    "address", "article", "blockquote", "body", "dd", "details", "div", "dl", "dt",
+    "figcaption", "figure", "hr", "html", "li", "main", "ol", "p", "section", "summary",
+    "ul",
+}  # fmt: skip
+_SPACES = re.compile(r"[ \t\r\n\f\u00a0]+")
+# A text line Markdown would read as a heading, a list item or a quote.
+_MARKDOWN_START = re.compile(r"^(#{1,6}\s|[-+*]\s|>|\d+[.)]\s)")
+
+
+class HTMLParser(ParserBase):
+    """HTML pages by their content, with the page furniture left out.
+
+    The content is the page's ``<main>`` (or ``role="main"``), else its only
+    ``<article>``, else its ``<body>``. Scripts, styles, forms, hidden
+    elements, and menus, banners, sidebars and footers (``nav``, ``aside``,
+    ``header``, ``footer`` and their ARIA roles) are removed; a header inside
+    the content (an article's own title block) is kept. What remains is
+    written as Markdown: headings as ``#`` lines, paragraphs apart by a blank
+    line, list items as ``- `` lines, ``<pre>`` as fenced code, tables in
+    ``table_format``. That text is cut at its headings as the ``markdown``
+    parser cuts it: one section per heading with
+    ``metadata={"headings": [...], "title": <the page's <title>>}``.
+    Parsing uses selectolax (the Lexbor HTML5 engine), which never rejects
+    markup; bytes are decoded as the page declares, else as UTF-8.
+    """
+
+    supported_media_types: ClassVar[list[str]] = ["text/html", "application/xhtml+xml"]
+    requires: ClassVar[dict[str, str]] = {"selectolax": "documents", "markdown_it": "documents"}
+
+    class Parameters(ComponentParameters):
+        keep_furniture: bool = Field(
+            default=False,
+            description="Read the whole body, menus, banners, sidebars and footers (nav, "
+            "aside, header, footer) included, not only the main content.",
+        )
+        max_heading_level: int = Field(
+            default=6, ge=1, le=6, description="Cut before headings of this level or above."
+        )
+        table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
+
+    parameters: Parameters
+
+    @classmethod
+    def supported_extensions(cls) -> list[str]:
+        return [".htm", ".html", ".xhtml"]
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        data = self.read_bytes(file, filename)
+        text, title = self.to_markdown(data, filename)
+        metadata: dict[str, Any] = {"title": title} if title else {}
+        return [
+            Section(
+                content=TextBlock(text=part.text),
+                source=filename,
+                metadata={HEADINGS_KEY: part.headings, **metadata},
+            )
+            for part in split_by_headings(text, self.parameters.max_heading_level)
+        ]
+
+    def to_markdown(self, data: bytes, filename: str) -> tuple[str, str]:
+        """The page's content as Markdown, and its title (``""`` without one)."""
+        lexbor = require("selectolax.lexbor", "documents")
+        try:
+            tree = lexbor.LexborHTMLParser(data)
+        except Exception as exc:  # selectolax raises on input it cannot decode at all
+            raise ParserError(filename, f"not readable as HTML: {exc}") from exc
+        title_node = tree.css_first("title")
+        title = _SPACES.sub(" ", title_node.text(deep=True)).strip() if title_node else ""
+        for node in tree.css(_NEVER):
+            node.decompose()
+        root = tree.body if self.parameters.keep_furniture else _content_root(tree)
+        if root is None:
+            return "", title
+        if not self.parameters.keep_furniture:
+            for node in root.css(_FURNITURE):
+                if node.mem_id != root.mem_id and (
+                    node.tag not in ("header", "footer") or _outside_content(node, root)
+                ):
+                    node.decompose()
+        writer = _Writer(self.parameters.table_format)
+        writer.block(root)
+        return writer.text(), title
+
+
+def _content_root(tree: Any) -> Any:
+    for selector in _MAIN:
+        found = tree.css(selector)
+        if len(found) == 1:
+            return found[0]
+    return tree.body
+
+
+def _outside_content(node: Any, root: Any) -> bool:
+    """True for a header or footer of the page, not one inside an article or section."""
+    parent = node.parent
+    while parent is not None and parent.mem_id != root.mem_id:
+        if parent.tag in ("article", "section", "main"):
+            return False
+        parent = parent.parent
+    return root.tag not in ("article", "section")
+
+
+class _Writer:
+    """Walks the content tree and writes Markdown blocks."""
+
+    def __init__(self, table_format: TableFormat) -> None:
+        self.table_format = table_format
+        self.blocks: list[str] = []
+        self.inline: list[str] = []
+
+    def text(self) -> str:
+        self.flush()
+        return "\n\n".join(self.blocks)
+
+    def flush(self, prefix: str = "") -> None:
+        lines = [_SPACES.sub(" ", line).strip() for line in "".join(self.inline).split("\n")]
+        text = "\n".join(line for line in lines if line)
+        self.inline = []
+        if not text:
+            return
+        if not prefix and _MARKDOWN_START.match(text):
+            text = "\\" + text  # plain text that Markdown would otherwise read as structure
+        self.blocks.append(prefix + text)
+
+    def block(self, node: Any) -> None:
+        for child in node.iter(include_text=True):
+            self.node(child)
+
+    def node(self, node: Any) -> None:
+        tag = node.tag
+        if tag == "-text":
+            self.inline.append(node.text_content or "")
+        elif tag in _HEADINGS:
+            self.flush()
+            title = _SPACES.sub(" ", node.text(deep=True)).strip().rstrip("¶§").strip()
+            if title:
+                self.blocks.append("#" * _HEADINGS[tag] + " " + title)
+        elif tag == "br":
+            self.inline.append("\n")
+        elif tag == "pre":
+            self.flush()
+            code = node.text(deep=True).strip("\n")
+            if code.strip():
+                self.blocks.append(f"```\n{code}\n```")
+        elif tag == "table":
+            self.flush()
+            self.table(node)
+        elif tag in ("ul", "ol"):
+            self.flush()
+            items = _Writer(self.table_format)
+            items.block(node)
+            items.flush()
+            if text := "\n".join(items.blocks):
+                self.blocks.append(text)  # the items on consecutive lines, as one block
+        elif tag == "li":
+            self.flush()
+            self.block(node)
+            self.flush(prefix="- ")
+        elif tag == "blockquote":
+            self.flush()
+            self.block(node)
+            self.flush(prefix="> ")
+        elif tag in _BLOCKS:
+            self.flush()
+            self.block(node)
+            self.flush()
+        elif tag is not None and not tag.startswith("-"):
+            self.block(node)  # inline markup: its text joins the current paragraph
+
+    def table(self, node: Any) -> None:
+        rows = [
+            [_SPACES.sub(" ", cell.text(deep=True)).strip() for cell in row.css("th, td")]
+            for row in node.css("tr")
+        ]
+        rows = [row for row in rows if any(row)]
+        if rows:
+            width = max(len(row) for row in rows)
+            table = render_table(
+                [row + [""] * (width - len(row)) for row in rows], self.table_format
+            )
+            if table.strip():
+                self.blocks.append(table.strip())
