@@ -44,9 +44,11 @@ async def parse(paths: list[Path], structured: bool) -> list[Section]:
     for path in paths:
         parser: ParserBase = TextParser()
         if structured:
-            parser = {".md": MarkdownParser(), ".html": HTMLParser(), ".jsonl": RecordsParser()}.get(
-                path.suffix, parser
-            )
+            parser = {
+                ".md": MarkdownParser(),
+                ".html": HTMLParser(),
+                ".jsonl": RecordsParser(),
+            }.get(path.suffix, parser)
         sections += await parser.parse(str(path), path.name)
     return sections
 
@@ -54,13 +56,13 @@ async def parse(paths: list[Path], structured: bool) -> list[Section]:
 async def report(name: str, sections: list[Section], chunker: ChunkerBase) -> None:
     chunks = await chunker.chunk(sections)
     lengths = [
-        len(TOKENIZER.encode(c.content.text).ids) for c in chunks if isinstance(c.content, TextBlock)
+        len(TOKENIZER.encode(c.content.text).ids)
+        for c in chunks
+        if isinstance(c.content, TextBlock)
     ]
     cut = sum(length > WINDOW for length in lengths)
     lost = sum(max(0, length - WINDOW) for length in lengths)
-    print(
-        f"| {name} | {chunker.chunker_type} | {len(lengths)} | {cut} | {lost} | {max(lengths)} |"
-    )
+    print(f"| {name} | {chunker.chunker_type} | {len(lengths)} | {cut} | {lost} | {max(lengths)} |")
 
 
 async def main() -> None:
