@@ -302,3 +302,35 @@ def assert_same_sheets(their_sections: list, our_sections: list, kwargs: dict[st
         assert [rows for _, rows in our_blocks] == [
             without_empty_lines_and_columns(rows) for _, rows in their_blocks
         ]
+
+
+@pytest.mark.parametrize(
+    "parser", ["TextParser", "PDFParser", "PPTParser", "WordParser", "ExcelParser", "ImageParser"]
+)
+def test_supported_types(parser: str) -> None:
+    """The same media types and extensions, in the same order. README row: text parser
+    types (it also reads JSON Lines, XHTML and e-mail, listed after AgentScope's)."""
+    their_cls, our_cls = getattr(theirs, parser), getattr(ours, parser)
+    their_types, our_types = their_cls.supported_media_types, list(our_cls.supported_media_types)
+    their_extensions, our_extensions = (
+        their_cls.supported_extensions(),
+        our_cls.supported_extensions(),
+    )
+    if parser == "TextParser":
+        assert our_types[: len(their_types)] == their_types
+        assert set(our_types[len(their_types) :]) <= {
+            "application/x-ndjson",
+            "application/xhtml+xml",
+            "message/rfc822",
+        }
+        assert set(their_extensions) <= set(our_extensions)
+        assert set(our_extensions) - set(their_extensions) <= {
+            ".jsonl",
+            ".ndjson",
+            ".xhtml",
+            ".eml",
+        }
+        assert sorted(our_extensions) == list(our_extensions)
+    else:
+        assert our_types == their_types
+        assert list(our_extensions) == their_extensions
