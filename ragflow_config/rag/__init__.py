@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._chunkers.token import TokenChunker
     from ._parsers.docx import WordParser
     from ._parsers.eml import EmailParser
+    from ._parsers.epub import EPUBParser
     from ._parsers.excel import ExcelParser
     from ._parsers.html import HTMLParser
     from ._parsers.image import ImageParser
@@ -55,6 +56,7 @@ _LAZY = {
     "HTMLParser": "._parsers.html",
     "RecordsParser": "._parsers.records",
     "EmailParser": "._parsers.eml",
+    "EPUBParser": "._parsers.epub",
     "TokenChunker": "._chunkers.token",
     "HeadingChunker": "._chunkers.heading",
     "RecursiveChunker": "._chunkers.recursive",
@@ -82,6 +84,7 @@ __all__ = [
     "ChunkerBase",
     "CollectionMismatchError",
     "DocumentSummary",
+    "EPUBParser",
     "ElasticsearchStore",
     "EmailParser",
     "ExcelParser",

@@ -28,6 +28,7 @@ _BY_EXTENSION = {
     ".ndjson": "application/x-ndjson",
     ".xhtml": "application/xhtml+xml",
     ".eml": "message/rfc822",
+    ".epub": "application/epub+zip",
     ".xml": "application/xml",
     ".yaml": "application/x-yaml",
     ".yml": "application/x-yaml",
