@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .._errors import ParserError
 from ..embedding import EmbeddingModelBase
-from ..rag import Chunk
+from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
 from ._build import IndexingPlan
@@ -65,7 +65,9 @@ class ParserProcesses:
                 for plan in plans
                 for component in (*plan.parsers, plan.chunker, plan.knowledge_base.embedding_model)
             }
-            libraries = {name for plan in plans for parser in plan.parsers for name in parser.requires}
+            libraries = {
+                name for plan in plans for parser in plan.parsers for name in parser.requires
+            }
             context.set_forkserver_preload([__name__, *sorted(components | libraries)])
         self._context = context
         self._workers = workers
@@ -155,11 +157,15 @@ class ParserProcesses:
             elif self._tasks < 2 * self._workers:
                 # Two tasks per process: one runs while the other's files and results travel.
                 group = []
-                while self._waiting and not self._waiting[0].suspect and len(group) < FILES_PER_TASK:
+                while (
+                    self._waiting and not self._waiting[0].suspect and len(group) < FILES_PER_TASK
+                ):
                     group.append(self._waiting.popleft())
             else:
                 return
-            group = [waiting for waiting in group if not waiting.future.done()]  # callers that gave up
+            group = [
+                waiting for waiting in group if not waiting.future.done()
+            ]  # callers that gave up
             if not group:
                 continue
             self._suspect_running = group[0].suspect
@@ -253,9 +259,14 @@ async def _prepare(
     data: bytes,
     filename: str,
 ) -> Prepared:
-    """The vectors are for the chunks ``model`` can embed, in order; none without a model."""
+    """The vectors are for the chunks ``model`` can embed, in order; none without a model.
+
+    A document of more than one write batch gets none either: its vectors,
+    made all at once here, would all be in memory at once, in this process
+    and the one that writes; the knowledge base embeds it a batch at a time.
+    """
     chunks = await parse_and_chunk(parser, chunker, data, filename)
-    if model is None:
+    if model is None or len(chunks) > KnowledgeBase.write_batch:
         return chunks, None
     texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
     return chunks, (await model(texts)).embeddings if texts else []

@@ -39,6 +39,9 @@ class KnowledgeBase:
     (``hybrid``). The last two need a store with a lexical side.
     """
 
+    #: Chunks embedded and written at a time: the vectors a document holds in memory.
+    write_batch: int = 1024
+
     def __init__(
         self,
         name: str,
@@ -137,8 +140,13 @@ class KnowledgeBase:
         Metadata precedence: the knowledge base's ``metadata_filter`` beats the
         chunk's own metadata, which beats ``document_metadata``. Chunks a
         text-only model cannot embed (``DataBlock``s) are skipped with a warning
-        that names them. Embedding happens before any write, and a failed write
-        removes the document, so a failure leaves no partial document.
+        that names them.
+
+        A document is embedded and written ``write_batch`` chunks at a time,
+        so a huge one needs memory for one batch of vectors, not all of them;
+        one of at most ``write_batch`` chunks is embedded whole before any
+        write. A failure after the first write removes the document, so it
+        leaves no partial document; one before it leaves the store as it was.
 
         Records are written last chunk first, so chunk 0 appears only once every
         other chunk is stored: a document whose chunk 0 carries a given version
@@ -155,26 +163,40 @@ class KnowledgeBase:
         if not prepared:
             return document_id
         await self.ensure_collection()
-        if embeddings is None:
-            embeddings = (await self._embedding_model([c.content for c in prepared])).embeddings
-        self._check_vectors(embeddings, len(prepared))
-        # Chunks were validated when made and vectors checked above; validating
-        # every float again cost more than the rest of the bookkeeping.
-        records = [
-            VectorRecord.model_construct(
-                vector=vector,
-                document_id=document_id,
-                chunk=chunk,
-                scope=self._scope,
-                terms=self._document_terms(chunk),
-            )
-            for vector, chunk in zip(embeddings, prepared, strict=True)
+        if embeddings is not None:
+            self._check_vectors(embeddings, len(prepared))
+        # Last chunk first, so chunk 0 lands in the last batch.
+        positions = range(len(prepared) - 1, -1, -1)
+        batches = [
+            positions[i : i + self.write_batch] for i in range(0, len(positions), self.write_batch)
         ]
-        records.reverse()
+        writing = False  # until the first write, a failure leaves the store as it was
         try:
-            await self._vector_store.insert(self._collection, records)
+            for batch in batches:
+                batch_chunks = [prepared[i] for i in batch]
+                if embeddings is None:
+                    response = await self._embedding_model([c.content for c in batch_chunks])
+                    vectors = response.embeddings
+                    self._check_vectors(vectors, len(batch_chunks))
+                else:
+                    vectors = [embeddings[i] for i in batch]
+                # Chunks were validated when made and vectors checked above; validating
+                # every float again cost more than the rest of the bookkeeping.
+                records = [
+                    VectorRecord.model_construct(
+                        vector=vector,
+                        document_id=document_id,
+                        chunk=chunk,
+                        scope=self._scope,
+                        terms=self._document_terms(chunk),
+                    )
+                    for vector, chunk in zip(vectors, batch_chunks, strict=True)
+                ]
+                writing = True
+                await self._vector_store.insert(self._collection, records)
         except BaseException:
-            await self._remove_partial(document_id)
+            if writing:
+                await self._remove_partial(document_id)
             raise
         return document_id
 

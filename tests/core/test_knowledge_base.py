@@ -555,3 +555,49 @@ async def test_a_model_of_any_class_with_the_interface_works(store: QdrantStore)
     hits = await kb.search([PNG, "cats sleep"], top_k=1)
     assert keys(hits) == [("pets", 0)]
     assert model.calls[-1] == ["cats sleep"]  # the image query was dropped, text-only model
+
+
+class RecordingStore(QdrantStore):
+    """A real Qdrant store that records the chunk indexes of every insert call."""
+
+    inserts: list[list[int]]
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        self.inserts.append([record.chunk.chunk_index for record in records])
+        await super().insert(collection, records)
+
+
+async def test_a_large_document_is_embedded_and_written_a_batch_at_a_time(
+    store_options: dict[str, Any],
+) -> None:
+    model = RecordingHashingModel(batch_size=1000)
+    texts = [f"Paragraph {i} about {PETS[i % len(PETS)]}" for i in range(10)]
+    async with RecordingStore(**store_options) as store:
+        store.inserts = []
+        kb = knowledge(store, model)
+        kb.write_batch = 4
+        doc = await kb.insert_document(text_chunks(*texts))
+
+        assert store.inserts == [[9, 8, 7, 6], [5, 4, 3, 2], [1, 0]]  # chunk 0 in the last
+        assert [len(batch) for batch in model.batches] == [4, 4, 2]  # never all 10 vectors
+        assert [c.content.text for c in await kb.list_chunks(doc)] == texts
+
+
+async def test_a_failure_between_batches_leaves_no_partial_document_and_before_them_the_old(
+    store: QdrantStore,
+) -> None:
+    old = knowledge(store, RecordingHashingModel())
+    await old.insert_document(text_chunks(*PETS), document_id="pets")
+
+    failing_first = knowledge(store, RecordingHashingModel(batch_size=1000, fail_on_batch=1))
+    failing_first.write_batch = 4
+    with pytest.raises(EmbeddingError):
+        await failing_first.insert_document(text_chunks(*reversed(PETS)), document_id="pets")
+    [chunk_0] = await old.list_chunks("pets", limit=1)
+    assert chunk_0.content.text == PETS[0]  # nothing was written: the old version stands
+
+    failing_second = knowledge(store, RecordingHashingModel(batch_size=1000, fail_on_batch=2))
+    failing_second.write_batch = 4
+    with pytest.raises(EmbeddingError):
+        await failing_second.insert_document(text_chunks(*reversed(PETS)), document_id="pets")
+    assert await old.list_documents() == []  # half written: removed, never half a document

@@ -1,10 +1,15 @@
-"""`max_file_bytes`: a huge file is skipped before it is read; the other files go on."""
+"""Large files: skipped past `max_file_bytes` before they are read; below it, vectors in batches."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.pipeline import Pipeline, RunOptions
+from ragflow_config.pipeline._workers import _prepare
+from ragflow_config.rag import ApproxTokenChunker, KnowledgeBase, TextParser
 
 from .test_run import GOOD, actions, documents, make_project
 
@@ -23,3 +28,20 @@ async def test_a_file_over_max_file_bytes_is_skipped_with_its_size(tmp_path: Pat
     assert reason == "1,100 bytes, more than max_file_bytes (1,000); raise it to index the file"
     assert sorted(await documents(pipeline)) == sorted(GOOD)
     assert not report.failed
+
+
+async def test_a_parser_process_leaves_a_document_of_many_batches_to_be_embedded_batchwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its vectors, made at once in the worker, would all be in memory at once: two processes."""
+    monkeypatch.setattr(KnowledgeBase, "write_batch", 4)
+    model = HashingEmbeddingModel(dimensions=16)
+    chunker = ApproxTokenChunker(chunk_size=8, overlap=0)
+    parser = TextParser()
+
+    small, small_vectors = await _prepare(parser, chunker, model, b"one two three", "a.txt")
+    assert small_vectors is not None and len(small_vectors) == len(small)
+
+    text = " ".join(f"word{i}" for i in range(200)).encode()
+    large, large_vectors = await _prepare(parser, chunker, model, text, "b.txt")
+    assert len(large) > 4 and large_vectors is None
