@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 import re
 import shutil
 from importlib import resources
@@ -193,3 +194,22 @@ def test_conventions(chunker: ChunkerBase) -> None:
     assert sum(c.content is image for c in chunks) == 1
     assert [c.metadata["page"] for c in chunks][-2:] == [2, 3]
     assert texts(chunks)[-1] == "Last."
+
+
+@pytest.mark.parametrize(
+    "make",
+    [TokenChunker, HeadingChunker, RecursiveChunker],
+    ids=["token", "heading", "recursive"],
+)
+def test_a_chunker_sent_to_a_worker_process_chunks_the_same(make: type[ChunkerBase]) -> None:
+    """The runner pickles chunkers to its worker processes, after they may have been used."""
+    chunker = make(chunk_size=64)  # type: ignore[call-arg]
+    sections = [Section(content=TextBlock(text=GUIDE), source="guide.md")]
+    before = chunk(chunker, sections)
+
+    copy = pickle.loads(pickle.dumps(chunker))
+
+    assert [(c.content.text, c.metadata) for c in chunk(copy, sections)] == [  # type: ignore[union-attr]
+        (c.content.text, c.metadata)  # type: ignore[union-attr]
+        for c in before
+    ]

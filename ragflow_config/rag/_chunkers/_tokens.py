@@ -63,6 +63,15 @@ class TokenCounter:
         self.parameters = parameters
         self._lock = threading.Lock()
         self._loaded: tuple[Tokenizer, int] | None = None
+        self._splitters: dict[tuple[str, int], Any] = {}
+
+    # Chunkers travel to the runner's worker processes by pickle: what is loaded
+    # (a lock, the tokenizer, Rust splitters) is loaded again there on first use.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"parameters": self.parameters}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["parameters"])  # type: ignore[misc]
 
     def _load(self) -> tuple[Tokenizer, int]:
         with self._lock:
@@ -110,8 +119,14 @@ class TokenCounter:
 
     def splitter(self, kind: str, capacity: int | None = None) -> Any:
         """A semantic-text-splitter ``TextSplitter`` or ``MarkdownSplitter`` of this size."""
-        module = require("semantic_text_splitter", "documents")
-        cls = module.MarkdownSplitter if kind == "markdown" else module.TextSplitter
         capacity = capacity or self.budget
-        overlap = min(self.parameters.overlap, capacity - 1)
-        return cls.from_huggingface_tokenizer(self.tokenizer, capacity, overlap=overlap, trim=True)
+        splitter = self._splitters.get((kind, capacity))
+        if splitter is None:
+            module = require("semantic_text_splitter", "documents")
+            cls = module.MarkdownSplitter if kind == "markdown" else module.TextSplitter
+            overlap = min(self.parameters.overlap, capacity - 1)
+            splitter = cls.from_huggingface_tokenizer(
+                self.tokenizer, capacity, overlap=overlap, trim=True
+            )
+            self._splitters[(kind, capacity)] = splitter
+        return splitter

@@ -56,7 +56,6 @@ class HeadingChunker(ChunkerBase):
     def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)
         self.counter = TokenCounter(self.parameters)
-        self._splitters: dict[int, Any] = {}
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
         chunks: list[Chunk] = []
@@ -81,9 +80,7 @@ class HeadingChunker(ChunkerBase):
             if self.counter.count(prefix) * 2 > budget:
                 prefix = ""
         capacity = budget - (self.counter.count(prefix) if prefix else 0)
-        splitter = self._splitters.get(capacity)
-        if splitter is None:
-            splitter = self._splitters[capacity] = self.counter.splitter("markdown", capacity)
+        splitter = self.counter.splitter("markdown", capacity)
         return [prefix + piece for piece in splitter.chunks(text) if piece.strip()]
 
 

@@ -39,7 +39,6 @@ class TokenChunker(ChunkerBase):
     def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)
         self.counter = TokenCounter(self.parameters)
-        self._splitter: Any = None
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
         chunks: list[Chunk] = []
@@ -63,6 +62,4 @@ class TokenChunker(ChunkerBase):
 
     def split(self, text: str) -> list[str]:
         """The trimmed, non-blank pieces of ``text``."""
-        if self._splitter is None:
-            self._splitter = self.counter.splitter("text")
-        return [piece for piece in self._splitter.chunks(text) if piece.strip()]
+        return [piece for piece in self.counter.splitter("text").chunks(text) if piece.strip()]
