@@ -68,7 +68,9 @@ def is_transient(exc: BaseException) -> bool:
     """A failure that may pass when a store or service comes back."""
     if isinstance(exc, UnstorableDocumentError):
         return False
-    return isinstance(exc, (VectorStoreError, EmbeddingError, ConnectionError, TimeoutError))
+    return isinstance(
+        exc, (VectorStoreError, EmbeddingError, ConnectionError, TimeoutError, asyncio.TimeoutError)
+    )
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -154,6 +156,7 @@ class KnowledgeService:
         self._stopping = asyncio.Event()
         self._kick = asyncio.Event()
         self._attempt: asyncio.Future[None] | None = None
+        self._entered = False
 
     # -- life cycle --------------------------------------------------------
 
@@ -167,11 +170,18 @@ class KnowledgeService:
         self._kick = asyncio.Event()
         self._attempt = asyncio.get_running_loop().create_future()
         first = self._attempt
+        self._entered = False
         self._task = asyncio.create_task(self._supervise(), name="ragflow-config serve: stores")
-        await asyncio.shield(first)
+        # A store that does not answer at all (a dropped connection waits for its
+        # timeout) does not hold the start up: the attempt goes on in the background.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(first), timeout=self._attempt_timeout)
         if self._fatal is not None:
             await self._task
             raise self._fatal
+        if not first.done():
+            logger.warning("not ready yet: the stores have not answered; still trying")
+        self._entered = True
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -203,6 +213,8 @@ class KnowledgeService:
                 if not is_transient(exc):
                     self._fatal = exc
                     self._error = describe_failure(exc)
+                    if self._entered:  # else __aenter__ raises it
+                        logger.error("cannot serve: %s", self._error)
                     self._finish_attempt()
                     return
                 if self._error != describe_failure(exc):
@@ -212,7 +224,7 @@ class KnowledgeService:
                 self._error = describe_failure(exc)
                 self._finish_attempt()
             self._kick.clear()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._kicked_or_stopping(), timeout=delay)
             delay = min(delay * 2, longest)
 
@@ -273,7 +285,7 @@ class KnowledgeService:
         if self._fatal is None and self._attempt is not None and not self._stopping.is_set():
             attempt = self._attempt
             self._kick.set()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(attempt), timeout=self._attempt_timeout)
         if self._built is None:
             raise Unavailable(f"the knowledge bases are not open: {self._error}")
