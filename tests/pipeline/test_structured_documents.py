@@ -11,7 +11,7 @@ from ragflow_config.cli import main
 from ragflow_config.message import TextBlock
 from ragflow_config.middleware._rag.format import format_results
 from ragflow_config.pipeline import Pipeline, RunOptions
-from ragflow_config.rag import VectorSearchResult
+from ragflow_config.rag import Chunk, VectorSearchResult
 
 PIPELINE = """\
 version: 1
@@ -103,3 +103,20 @@ def test_search_prints_and_the_hint_cites_the_heading_path(
         "[1] (source: guide.md, section: Guide > Install)\n"
         "## Install\n\nRun pip install ferret to get the ferret tool."
     )
+
+
+def test_the_hint_cites_a_pdf_chunks_page() -> None:
+    hit = VectorSearchResult(
+        score=0.5,
+        document_id="d",
+        chunk=Chunk(
+            content=TextBlock(text="Revenue grew."),
+            source="report.pdf",
+            chunk_index=0,
+            total_chunks=1,
+            metadata={"page": 3},
+        ),
+    )
+    [block] = format_results([hit])
+    assert isinstance(block, TextBlock)
+    assert block.text == "[1] (source: report.pdf, page: 3)\nRevenue grew."

@@ -32,7 +32,8 @@ def format_results(hits: Sequence[VectorSearchResult]) -> Blocks:
 
     A chunk that knows the headings it sits under (``metadata["headings"]``,
     from the ``markdown``/``html`` parsers or the ``heading`` chunker) is
-    cited with them: ``[i] (source: guide.md, section: Guide > Install)``.
+    cited with them: ``[i] (source: guide.md, section: Guide > Install)``;
+    one from a page of a PDF with its page: ``[i] (source: report.pdf, page: 3)``.
     """
     blocks: Blocks = []
     for number, hit in enumerate(hits, start=1):
@@ -47,11 +48,14 @@ def format_results(hits: Sequence[VectorSearchResult]) -> Blocks:
 
 
 def citation(hit: VectorSearchResult) -> str:
-    """``source: <file>``, then ``section: A > B`` when the chunk has a heading path."""
+    """``source: <file>``, then ``section: A > B`` and ``page: N`` when the chunk records them."""
     cited = f"source: {hit.chunk.source}"
     headings = hit.chunk.metadata.get("headings")
     if isinstance(headings, list) and headings:
         cited += ", section: " + " > ".join(str(heading) for heading in headings)
+    page = hit.chunk.metadata.get("page")
+    if isinstance(page, int) and not isinstance(page, bool):
+        cited += f", page: {page}"
     return cited
 
 
