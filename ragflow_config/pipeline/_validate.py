@@ -92,6 +92,7 @@ def check_file(
             issues = _pydantic_issues(exc, (), locations)
         else:
             issues = _collection_issues(spec, locations, registry)
+            issues += _retrieval_issues(spec, locations, registry)
             if not issues:
                 return LoadedPipeline(spec, path.resolve(), locations), []
     return None, sorted(issues, key=lambda issue: (issue.line, issue.column, issue.path))
@@ -438,6 +439,45 @@ def _undefined(name: str, section: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{name!r} is not defined in `{section}` (defined: {', '.join(known) or 'none'}){hint}"
+
+
+def _retrieval_issues(
+    spec: PipelineSpec, locations: Locations, registry: Registry
+) -> list[ConfigIssue]:
+    """A lexical or hybrid knowledge base needs a store with a lexical side, and a stemmer."""
+    from ._build import vector_store_block
+
+    issues: list[ConfigIssue] = []
+    lexical_stores = sorted(
+        name
+        for name in registry.names("vector_store")
+        if getattr(registry.get("vector_store", name).cls, "supports_lexical", False)
+    )
+    for i, kb in enumerate(spec.knowledge_bases):
+        retrieval = kb.retrieval
+        if not retrieval.lexical:
+            continue
+        where: JsonPath = ("knowledge_bases", i, "retrieval", "mode")
+        store_type = vector_store_block(spec, kb).type
+        if not getattr(registry.get("vector_store", store_type).cls, "supports_lexical", False):
+            issues.append(
+                locations.issue(
+                    where,
+                    f"retrieval mode {retrieval.mode!r} needs a store with a lexical side, and "
+                    f"{store_type!r} has none yet; use one of {', '.join(lexical_stores)}, or "
+                    "mode dense",
+                )
+            )
+        absent = missing({"Stemmer": "hybrid"}) if retrieval.analyzer.stemming else {}
+        if absent:
+            issues.append(
+                locations.issue(
+                    where,
+                    f"retrieval mode {retrieval.mode!r} stems words with PyStemmer (module "
+                    f"Stemmer, extra hybrid), which is not installed; {install_line({'hybrid'})}",
+                )
+            )
+    return issues
 
 
 def _collection_issues(
