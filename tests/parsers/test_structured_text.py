@@ -217,3 +217,23 @@ async def test_bytes_that_are_not_an_email_are_a_parser_error() -> None:
         await EmailParser().parse(b"just some text\n", "note.eml")
     assert caught.value.filename == "note.eml"
     assert "not an e-mail message" in caught.value.cause
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b'<head><meta charset="iso-8859-1"></head><p>caf\xe9 \x93ok\x94</p>', "café “ok”"),
+        (
+            b'<meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS">'
+            b"<p>\x93\xfa\x96\x7b</p>",
+            "日本",
+        ),
+        (b'<?xml version="1.0" encoding="windows-1251"?><p>\xcf\xf0\xe8</p>', "При"),
+        ("<p>café</p>".encode("utf-16"), "café"),
+        (b"<p>caf\xc3\xa9, caf\xe9</p>", "café, caf\ufffd"),
+    ],
+    ids=["meta-charset-latin1", "http-equiv", "xml-declaration", "utf16-bom", "utf8-default"],
+)
+async def test_html_is_decoded_as_the_page_declares(data: bytes, expected: str) -> None:
+    [section] = await HTMLParser().parse(data, "page.html")
+    assert text_of(section) == expected

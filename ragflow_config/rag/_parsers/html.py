@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import re
 from typing import Any, ClassVar
 
@@ -34,6 +36,14 @@ _BLOCKS = {
     "figcaption", "figure", "hr", "html", "li", "main", "ol", "p", "section", "summary",
     "ul",
 }  # fmt: skip
+# Where a page declares its encoding: <meta charset>, <meta http-equiv> or an XML declaration.
+_DECLARED = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)"""
+    rb"""|<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""",
+    re.IGNORECASE,
+)
+# As browsers do (WHATWG Encoding): these labels mean windows-1252.
+_WINDOWS_1252 = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "ascii", "us-ascii"}
 _SPACES = re.compile(r"[ \t\r\n\f\u00a0]+")
 # A text line Markdown would read as a heading, a list item or a quote.
 _MARKDOWN_START = re.compile(r"^(#{1,6}\s|[-+*]\s|>|\d+[.)]\s)")
@@ -53,7 +63,9 @@ class HTMLParser(ParserBase):
     parser cuts it: one section per heading with
     ``metadata={"headings": [...], "title": <the page's <title>>}``.
     Parsing uses selectolax (the Lexbor HTML5 engine), which never rejects
-    markup; bytes are decoded as the page declares, else as UTF-8.
+    markup. Bytes are decoded by their byte order mark, else as the page
+    declares (``<meta charset>``, an XML declaration), else as UTF-8;
+    undecodable bytes become U+FFFD.
     """
 
     supported_media_types: ClassVar[list[str]] = ["text/html", "application/xhtml+xml"]
@@ -93,7 +105,7 @@ class HTMLParser(ParserBase):
         """The page's content as Markdown, and its title (``""`` without one)."""
         lexbor = require("selectolax.lexbor", "documents")
         try:
-            tree = lexbor.LexborHTMLParser(data)
+            tree = lexbor.LexborHTMLParser(decode(data))
         except Exception as exc:  # selectolax raises on input it cannot decode at all
             raise ParserError(filename, f"not readable as HTML: {exc}") from exc
         title_node = tree.css_first("title")
@@ -112,6 +124,28 @@ class HTMLParser(ParserBase):
         writer = _Writer(self.parameters.table_format)
         writer.block(root)
         return writer.text(), title
+
+
+def decode(data: bytes) -> str:
+    """The page's text: by its byte order mark, else the encoding it declares, else UTF-8.
+
+    Bytes that do not decode become U+FFFD, as a browser shows them.
+    """
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            return data.decode(encoding, errors="replace")
+    encoding = "utf-8"
+    declared = _DECLARED.search(data[:4096])
+    if declared:
+        label = (declared.group(1) or declared.group(2)).decode("ascii").lower()
+        label = "cp1252" if label in _WINDOWS_1252 else label
+        with contextlib.suppress(LookupError):  # an unknown label: UTF-8, as browsers do
+            encoding = codecs.lookup(label).name
+    return data.decode(encoding, errors="replace")
 
 
 def _content_root(tree: Any) -> Any:
