@@ -237,3 +237,14 @@ async def test_bytes_that_are_not_an_email_are_a_parser_error() -> None:
 async def test_html_is_decoded_as_the_page_declares(data: bytes, expected: str) -> None:
     [section] = await HTMLParser().parse(data, "page.html")
     assert text_of(section) == expected
+
+
+async def test_an_email_html_body_is_decoded_once_by_its_part_charset() -> None:
+    message = (
+        b"From: a@example.com\nSubject: Menu\nMIME-Version: 1.0\n"
+        b"Content-Type: text/html; charset=iso-8859-1\n"
+        b"Content-Transfer-Encoding: quoted-printable\n\n"
+        b'<html><head><meta charset=3D"iso-8859-1"></head><body><p>Caf=E9 cr=E8me</p></body></html>\n'
+    )
+    [section] = await EmailParser().parse(message, "menu.eml")
+    assert text_of(section).endswith("\n\nCafé crème")

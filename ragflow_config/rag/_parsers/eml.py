@@ -58,8 +58,7 @@ class EmailParser(ParserBase):
         if part is not None:
             content = part.get_content()
             if part.get_content_subtype() == "html":
-                data = content.encode("utf-8") if isinstance(content, str) else content
-                content, _ = HTMLParser().to_markdown(data, filename)
+                content, _ = HTMLParser().to_markdown(content, filename)  # decoded by its charset
             body = str(content).replace("\r\n", "\n").strip()
         header_lines = [f"{name}: {message[name]}" for name in _HEADERS if message.get(name)]
         text = "\n".join(header_lines) + ("\n\n" + body if body else "")

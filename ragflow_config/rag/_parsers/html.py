@@ -101,11 +101,14 @@ class HTMLParser(ParserBase):
             for part in split_by_headings(text, self.parameters.max_heading_level)
         ]
 
-    def to_markdown(self, data: bytes, filename: str) -> tuple[str, str]:
-        """The page's content as Markdown, and its title (``""`` without one)."""
+    def to_markdown(self, data: bytes | str, filename: str) -> tuple[str, str]:
+        """The page's content as Markdown, and its title (``""`` without one).
+
+        ``data`` as ``str`` is taken as already decoded.
+        """
         lexbor = require("selectolax.lexbor", "documents")
         try:
-            tree = lexbor.LexborHTMLParser(decode(data))
+            tree = lexbor.LexborHTMLParser(data if isinstance(data, str) else decode(data))
         except Exception as exc:  # selectolax raises on input it cannot decode at all
             raise ParserError(filename, f"not readable as HTML: {exc}") from exc
         title_node = tree.css_first("title")
