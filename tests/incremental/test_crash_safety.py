@@ -131,3 +131,50 @@ async def test_killed_update_run_converges(tmp_path: Path, plugin_path: Path, ki
     await pipeline.run(options=RunOptions(workers=0))
     assert await stored_chunks(pipeline) == await reference_state(tmp_path, corpus)
     assert not (await pipeline.run(options=RunOptions(workers=0, dry_run=True))).pending
+
+
+HYBRID = "retrieval: {mode: hybrid}"
+
+
+async def lexical_view(path: Path) -> tuple[object, ...]:
+    """What the lexical side holds: term counts and every word's BM25-weighted hits."""
+    from ._corpus import WORDS
+
+    async with Pipeline.load(path).build() as built:
+        kb = built.knowledge_bases["docs"]
+        store, analyzer = kb.vector_store, kb._analyzer  # type: ignore[attr-defined]
+        ids = [analyzer.term_id(term) for word in WORDS for term in analyzer.terms(word)]
+        counts = await store.term_counts(kb.collection, ids)
+        hits = [
+            sorted(
+                (h.chunk.source, h.chunk.chunk_index, round(h.score, 5))
+                for h in await store.lexical_search(kb.collection, {term: 1.0}, top_k=10_000)
+            )
+            for term in ids
+        ]
+        return counts, hits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_at", [9, 31])
+async def test_a_killed_hybrid_run_converges_on_both_sides(
+    tmp_path: Path, plugin_path: Path, kill_at: int
+) -> None:
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, 24)
+    common = {"corpus": corpus, "extra_store_parameters": "batch_size: 2", "retrieval": HYBRID}
+    store = tmp_path / "store"
+    killing = write_pipeline(
+        tmp_path / "killing.yaml", store_path=store, store_type="killing_qdrant", **common
+    )
+    plain = write_pipeline(tmp_path / "plain.yaml", store_path=store, **common)
+    pipeline = Pipeline.load(plain)
+    await pipeline.run(options=RunOptions(workers=0))
+    edit_corpus(corpus)
+
+    run_killed(killing, plugin_path, RAGFLOW_TEST_KILL_AT=str(kill_at))
+    await pipeline.run(options=RunOptions(workers=0))
+    reference = write_pipeline(tmp_path / "reference.yaml", store_path=tmp_path / "ref", **common)
+    await Pipeline.load(reference).run(options=RunOptions(workers=0))
+    assert await stored_chunks(pipeline) == await stored_chunks(Pipeline.load(reference))
+    assert await lexical_view(plain) == await lexical_view(reference)
