@@ -6,10 +6,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from ..credential import OllamaCredential, OpenAICredential
+from .._ollama import OLLAMA_URL, from_credential
+from ..credential import OllamaCredential
 from ._openai import OpenAICompatibleEmbeddingModel
-
-OLLAMA_URL = "http://localhost:11434/v1"
 
 
 class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
@@ -50,14 +49,7 @@ class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
         credential: OllamaCredential | None = None,
         **options: Any,
     ) -> None:
-        key = None
-        if credential is not None:
-            base_url = f"{credential.host.rstrip('/')}/v1"
-            key = OpenAICredential(api_key=credential.api_key)
-            if parameters is not None:
-                parameters = parameters.model_copy(update={"base_url": base_url})
-            else:
-                options["base_url"] = base_url
+        parameters, key = from_credential(credential, parameters, options)
         super().__init__(parameters, credential=key, **options)
 
     @property
