@@ -55,7 +55,8 @@ class QdrantStore(VectorStoreBase):
     The lexical side (``create_lexical_collection``) is a sparse vector
     ``lexical`` beside the unnamed dense one, scored by Qdrant's inner
     product, and a payload list ``terms`` of its term ids, which
-    ``term_counts`` counts with filtered ``count`` requests.
+    ``term_counts`` counts: on a server with filtered ``count`` requests
+    (served by a payload index), locally in one scan of the scope.
     """
 
     supports_lexical: ClassVar[bool] = True
@@ -423,6 +424,16 @@ class QdrantStore(VectorStoreBase):
     ) -> tuple[int, dict[int, int]]:
         models = self._models()
         scope = self._filter(metadata_filter)
+        if self.parameters.url is None:
+            # The local engine filters in Python, a scan per count: one scan
+            # reading every term list in scope costs less than one count.
+            wanted = set(terms)
+            total, held = 0, dict.fromkeys(terms, 0)
+            async for point in self._scroll(collection, scope, [_TERMS]):
+                total += 1
+                for term in wanted.intersection((point.payload or {}).get(_TERMS) or ()):
+                    held[term] += 1
+            return total, held
         conditions = list(scope.must) if scope is not None else []
 
         async def count(term: int | None) -> int:

@@ -1,0 +1,102 @@
+"""KnowledgeBase.search per retrieval mode, on one indexed pipeline: what hybrid costs.
+
+    python bench/hybrid_search.py PIPELINE.yaml KB TOPICS [--reps 3] [--top-k 10]
+
+PIPELINE.yaml must have been run with `retrieval: {mode: hybrid}` (any mode
+with a lexical side); TOPICS holds one `<id>\\t<query>` line a query (as
+`../shared/data/ir/med/topics`). Each repetition runs every query through
+the same store with the knowledge base's retrieval switched to `dense`,
+`lexical`, `hybrid` (rrf) and `hybrid` (weighted), in rotating order.
+Reported per mode: median ms per query, the ratio to `dense` within each
+repetition (median over repetitions), and this process's CPU seconds
+(user + system; embedded stores run in it) beside the wall seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+
+from ragflow_config.pipeline import Pipeline
+from ragflow_config.rag import KnowledgeBase, RetrievalSettings
+
+MODES = {
+    "dense": {"mode": "dense"},
+    "lexical": {"mode": "lexical"},
+    "hybrid rrf": {"mode": "hybrid"},
+    "hybrid weighted": {"mode": "hybrid", "fusion": {"method": "weighted"}},
+}
+
+
+def cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("pipeline")
+    parser.add_argument("kb")
+    parser.add_argument("topics")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--top-k", type=int, default=10)
+    args = parser.parse_args()
+    queries = [
+        line.split("\t", 1)[1]
+        for line in Path(args.topics).read_text(encoding="utf-8").splitlines()
+        if "\t" in line
+    ]
+    async with Pipeline.load(args.pipeline).build() as built:
+        base = built.knowledge_base(args.kb)
+        bases = {
+            name: KnowledgeBase(
+                name=base.name,
+                description=base.description,
+                embedding_model=base.embedding_model,
+                vector_store=base.vector_store,
+                collection=base.collection,
+                metadata_filter=base.metadata_filter,
+                retrieval=base.retrieval.model_copy(
+                    update=dict(RetrievalSettings.model_validate(settings))
+                ),
+            )
+            for name, settings in MODES.items()
+        }
+        for kb in bases.values():  # warm up: model loaded, collection checked
+            await kb.search([queries[0]], top_k=args.top_k)
+        per_query: dict[str, list[float]] = {name: [] for name in MODES}
+        ratios: dict[str, list[float]] = {name: [] for name in MODES}
+        cpu_seconds: dict[str, float] = dict.fromkeys(MODES, 0.0)
+        wall_seconds: dict[str, float] = dict.fromkeys(MODES, 0.0)
+        names = list(MODES)
+        for rep in range(args.reps):
+            order = names[rep % len(names) :] + names[: rep % len(names)]
+            this_rep: dict[str, float] = {}
+            for name in order:
+                start, start_cpu = time.perf_counter(), cpu()
+                for query in queries:
+                    t = time.perf_counter()
+                    await bases[name].search([query], top_k=args.top_k)
+                    per_query[name].append(time.perf_counter() - t)
+                wall = time.perf_counter() - start
+                this_rep[name] = wall
+                wall_seconds[name] += wall
+                cpu_seconds[name] += cpu() - start_cpu
+            for name in names:
+                ratios[name].append(this_rep[name] / this_rep["dense"])
+    print(f"{len(queries)} queries x {args.reps} repetitions, top_k {args.top_k}")
+    print(f"{'mode':<16} {'ms/query':>9} {'x dense':>8} {'wall s':>7} {'cpu s':>7}")
+    for name in names:
+        print(
+            f"{name:<16} {1000 * statistics.median(per_query[name]):>9.1f} "
+            f"{statistics.median(ratios[name]):>8.2f} {wall_seconds[name]:>7.2f} "
+            f"{cpu_seconds[name]:>7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
