@@ -63,7 +63,19 @@ async def serve_http(
     shown = f"[{host}]" if ":" in host else host
     try:
         async with KnowledgeService(pipeline, knowledge_bases) as service:
-            app = create_app(service, options)
+            names = ", ".join(info.name for info in service.infos)
+            line = (
+                f"serving {names} on http://{shown}:{port} (MCP at {options.mcp_path}; "
+                "API description at /openapi.json)"
+            )
+
+            def ready() -> None:
+                # Said from the application's startup, once SIGTERM is handled: the
+                # socket already listens, and waiting connections are served next.
+                if announce is not None:
+                    announce(line)
+
+            app = create_app(service, options, on_ready=ready)
             config = uvicorn.Config(
                 app,
                 log_level="warning",
@@ -73,12 +85,6 @@ async def serve_http(
                 server_header=False,
             )
             server = _DrainingServer(config)
-            names = ", ".join(info.name for info in service.infos)
-            if announce is not None:
-                announce(
-                    f"serving {names} on http://{shown}:{port} (MCP at {options.mcp_path}; "
-                    f"API description at /openapi.json)"
-                )
             await server.serve(sockets=[sock])
     finally:
         sock.close()

@@ -309,9 +309,12 @@ class KnowledgeService:
         self.info(name)
         return (await self._open()).knowledge_bases[name]
 
-    async def _collection_present(self, kb: KnowledgeBase) -> bool:
-        """Whether the collection exists (never creating it: this server only reads)."""
-        if kb.name in self._present:
+    async def _collection_present(self, kb: KnowledgeBase, *, ask: bool = False) -> bool:
+        """Whether the collection exists (never creating it: this server only reads).
+
+        Once seen, it is taken to stay; ``ask`` asks the store all the same.
+        """
+        if kb.name in self._present and not ask:
             return True
         try:
             found = await kb.vector_store.collection_dimensions(kb.collection)
@@ -338,7 +341,7 @@ class KnowledgeService:
         report: dict[str, Any] = {}
         for name in self._names:
             kb = built.knowledge_bases[name]
-            present = await self._collection_present(kb)
+            present = await self._collection_present(kb, ask=True)  # the store answers now
             report[name] = "ready" if present else "empty: not indexed yet"
         return report
 

@@ -52,6 +52,8 @@ async def test_a_store_that_goes_away_makes_requests_503_until_it_returns(
         with httpx.Client(base_url=server.url, timeout=30) as client:
             before = client.post(SEARCH, json=QUERY).json()["hits"]
             assert before
+            howto = client.post("/v1/knowledge-bases/howto/search", json=QUERY)
+            assert howto.status_code == 200  # both collections seen: readiness must ask anyway
 
             postgres.stop()
             ready = client.get("/readyz")
