@@ -14,6 +14,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from ragflow_config.middleware import RAGMiddleware
+from ragflow_config.middleware._rag.format import format_results
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.server import KnowledgeService, tool_middleware_index
 
@@ -36,10 +37,7 @@ async def _in_process(file: Path) -> dict[str, Any]:
                 b.text  # type: ignore[union-attr]
                 for b in await tool.call(query=QUERY, knowledge_bases=["tutorial"])
             ),
-            "search": "\n\n".join(
-                f"[{n}] (source: {hit.chunk.source})\n{hit.chunk.content.text}"  # type: ignore[union-attr]
-                for n, hit in enumerate(hits, start=1)
-            ),
+            "search": "".join(b.text for b in format_results(hits)),  # type: ignore[union-attr]
             "documents": sorted(
                 d.source for d in await built.knowledge_base("howto").list_documents()
             ),
@@ -200,9 +198,10 @@ async def test_the_tool_reranks_with_the_middlewares_rerank_model(tmp_path: Path
             blocks = await service.call_tool({"query": QUERY})
         assert len(chat.requests) == 1  # the middleware's reranker judged the candidates
         chosen = [candidates[2], candidates[1]]
-        assert "".join(b.text for b in blocks) == "\n\n".join(  # type: ignore[union-attr]
-            f"[{n}] (source: {hit.chunk.source})\n{hit.chunk.content.text}"  # type: ignore[union-attr]
-            for n, hit in enumerate(chosen, start=1)
+        assert "".join(b.text for b in blocks) == "".join(  # type: ignore[union-attr]
+            b.text  # type: ignore[union-attr]
+            for b in format_results(chosen)
         )
+        assert "(source: files.md" in "".join(b.text for b in blocks)  # type: ignore[union-attr]
     finally:
         chat.stop()
