@@ -66,8 +66,12 @@ def _parsers() -> list[Any]:
 
 
 async def ingest(
-    files: list[tuple[Path, str]], store_path: Path, model: OurEmbeddingModel, collection: str,
-    chunk_size: int, overlap: int,
+    files: list[tuple[Path, str]],
+    store_path: Path,
+    model: OurEmbeddingModel,
+    collection: str,
+    chunk_size: int,
+    overlap: int,
 ) -> dict[str, int]:
     parsers = _parsers()
     chunker = ApproxTokenChunker(
@@ -76,8 +80,11 @@ async def ingest(
     chunks_written = 0
     async with QdrantStore(path=str(store_path)) as store:
         kb = KnowledgeBase(
-            name="bench", description="benchmark corpus", embedding_model=SharedModel(model),
-            vector_store=store, collection=collection,
+            name="bench",
+            description="benchmark corpus",
+            embedding_model=SharedModel(model),
+            vector_store=store,
+            collection=collection,
         )
         for absolute, relative in files:
             media_type = mimetypes.guess_type(relative)[0]
@@ -87,7 +94,9 @@ async def ingest(
             await kb.insert_document(
                 chunks,
                 document_metadata={
-                    "filename": relative, "media_type": media_type, "size_bytes": len(data),
+                    "filename": relative,
+                    "media_type": media_type,
+                    "size_bytes": len(data),
                 },
             )
             chunks_written += len(chunks)

@@ -87,7 +87,8 @@ def corpus_files(corpus: Path) -> list[tuple[Path, str]]:
     return sorted(
         (path, path.relative_to(corpus).as_posix())
         for path in corpus.rglob("*")
-        if path.is_file() and path.suffix in SUFFIXES
+        if path.is_file()
+        and path.suffix in SUFFIXES
         and not any(part.startswith(".") for part in path.relative_to(corpus).parts)
     )
 
@@ -102,11 +103,17 @@ STORE_BLOCKS = {
 def pipeline_file(corpus: Path, store: Path, model: str, backend: str = "qdrant") -> Path:
     path = store.parent / "pipeline.yaml"
     include = ", ".join(f'"**/*{suffix}"' for suffix in SUFFIXES)
-    path.write_text(PIPELINE.format(
-        store_block=STORE_BLOCKS[backend].format(store=store),
-        model=model, corpus=corpus, include=include,
-        chunk_size=CHUNK_SIZE, overlap=OVERLAP, collection=COLLECTION,
-    ))
+    path.write_text(
+        PIPELINE.format(
+            store_block=STORE_BLOCKS[backend].format(store=store),
+            model=model,
+            corpus=corpus,
+            include=include,
+            chunk_size=CHUNK_SIZE,
+            overlap=OVERLAP,
+            collection=COLLECTION,
+        )
+    )
     return path
 
 
@@ -121,8 +128,11 @@ async def ours(args: argparse.Namespace) -> dict[str, Any]:
     if report.failed:
         raise SystemExit(f"run failed: {json.dumps(kb.as_dict()['counts'])} {kb.aborted or ''}")
     return {
-        "seconds": seconds, "files": len(kb.changes), "chunks": kb.chunks,
-        "added": kb.count("add"), "unchanged": kb.count("unchanged"),
+        "seconds": seconds,
+        "files": len(kb.changes),
+        "chunks": kb.chunks,
+        "added": kb.count("add"),
+        "unchanged": kb.count("unchanged"),
     }
 
 
@@ -137,7 +147,8 @@ async def floor(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     client = AsyncQdrantClient(path=str(args.store))
     await client.create_collection(
-        COLLECTION, vectors_config=models.VectorParams(size=model.dimensions, distance=models.Distance.COSINE)
+        COLLECTION,
+        vectors_config=models.VectorParams(size=model.dimensions, distance=models.Distance.COSINE),
     )
     pending: list[dict[str, Any]] = []
     written = 0
@@ -147,8 +158,11 @@ async def floor(args: argparse.Namespace) -> dict[str, Any]:
         nonlocal store_seconds
         vectors = (await model([p["text"] for p in pending])).embeddings
         points = [
-            models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{p['source']}#{p['chunk_index']}")),
-                               vector=vector, payload=p)
+            models.PointStruct(
+                id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{p['source']}#{p['chunk_index']}")),
+                vector=vector,
+                payload=p,
+            )
             for p, vector in zip(pending, vectors, strict=True)
         ]
         upsert_started = time.perf_counter()
@@ -160,7 +174,8 @@ async def floor(args: argparse.Namespace) -> dict[str, Any]:
         parser = by_suffix[absolute.suffix]
         chunks = await chunker.chunk(await parser.parse(absolute.read_bytes(), relative))
         pending.extend(
-            {"source": relative, "chunk_index": c.chunk_index, "text": c.content.text} for c in chunks
+            {"source": relative, "chunk_index": c.chunk_index, "text": c.content.text}
+            for c in chunks
         )
         written += len(chunks)
         if len(pending) >= UPSERT_BATCH:
@@ -169,7 +184,9 @@ async def floor(args: argparse.Namespace) -> dict[str, Any]:
         await flush()
     await client.close()
     return {
-        "seconds": time.perf_counter() - started, "files": len(files), "chunks": written,
+        "seconds": time.perf_counter() - started,
+        "files": len(files),
+        "chunks": written,
         "store_seconds": store_seconds,
     }
 
@@ -210,7 +227,9 @@ async def search(args: argparse.Namespace) -> dict[str, Any]:
 
         async def bare(query: str) -> list[Any]:
             vector = (await model([query])).embeddings[0]
-            response = await client.query_points(COLLECTION, query=vector, limit=5, with_payload=True)
+            response = await client.query_points(
+                COLLECTION, query=vector, limit=5, with_payload=True
+            )
             return response.points
 
         for query in queries[:10]:  # warm both paths
@@ -218,7 +237,11 @@ async def search(args: argparse.Namespace) -> dict[str, Any]:
             await bare(query)
         for number, query in enumerate(queries):
             # Alternate which goes first, so neither always meets a warmer cache.
-            order = [("ours", kb.search), ("bare", None)] if number % 2 else [("bare", None), ("ours", kb.search)]
+            order = (
+                [("ours", kb.search), ("bare", None)]
+                if number % 2
+                else [("bare", None), ("ours", kb.search)]
+            )
             for name, _ in order:
                 started = time.perf_counter()
                 hits = await kb.search([query], top_k=5) if name == "ours" else await bare(query)
@@ -227,8 +250,10 @@ async def search(args: argparse.Namespace) -> dict[str, Any]:
                 assert len(hits) == 5, f"{name}: {len(hits)} hits for {query!r}"
     return {
         "queries": len(queries),
-        "ours_median_ms": statistics.median(ours_ms), "ours_p95_ms": _p95(ours_ms),
-        "bare_median_ms": statistics.median(bare_ms), "bare_p95_ms": _p95(bare_ms),
+        "ours_median_ms": statistics.median(ours_ms),
+        "ours_p95_ms": _p95(ours_ms),
+        "bare_median_ms": statistics.median(bare_ms),
+        "bare_p95_ms": _p95(bare_ms),
     }
 
 
@@ -240,22 +265,36 @@ CASES = {"ours": ours, "floor": floor, "agentscope": agentscope, "search": searc
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("case", choices=sorted(CASES))
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--store", type=Path, required=True, help="Qdrant local folder")
-    parser.add_argument("--backend", choices=sorted(STORE_BLOCKS), default="qdrant",
-                        help="ours: the pipeline's store (pgvector: the server at $PGVECTOR_DSN)")
+    parser.add_argument(
+        "--backend",
+        choices=sorted(STORE_BLOCKS),
+        default="qdrant",
+        help="ours: the pipeline's store (pgvector: the server at $PGVECTOR_DSN)",
+    )
     parser.add_argument("--model", choices=["hashing", "minilm"], default="hashing")
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--workers", type=int, default=None, help="ours: parser processes (default: the runner's)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="ours: parser processes (default: the runner's)"
+    )
     args = parser.parse_args()
     args.corpus, args.store = args.corpus.resolve(), args.store.resolve()
     args.store.parent.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     # Every case needs these; importing them before any clock starts keeps
     # one-off import time (seconds on a loaded machine) out of the comparison.
-    for module in ("qdrant_client", "qdrant_client.local.async_qdrant_local", "docx", "pptx", "openpyxl"):
+    for module in (
+        "qdrant_client",
+        "qdrant_client.local.async_qdrant_local",
+        "docx",
+        "pptx",
+        "openpyxl",
+    ):
         importlib.import_module(module)
     result = asyncio.run(CASES[args.case](args))
     print("RESULT " + json.dumps(result), flush=True)

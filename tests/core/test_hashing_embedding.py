@@ -47,7 +47,7 @@ async def test_texts_sharing_words_score_higher_than_unrelated_ones() -> None:
     assert cosine(cats_a, cats_b) > cosine(cats_a, revenue) + 0.2
     assert cosine(cats_a, cats_a) == pytest.approx(1.0)
     # Lexical: case and punctuation do not matter, word choice does.
-    same, = (await model(["CATS sleep twelve to sixteen hours a day"])).embeddings
+    (same,) = (await model(["CATS sleep twelve to sixteen hours a day"])).embeddings
     assert cosine(cats_a, same) == pytest.approx(1.0)
 
 

@@ -215,9 +215,7 @@ class FixedCharChunker(ChunkerBase):
                 chunks.append(
                     Chunk(
                         content=TextBlock(
-                            text=text[
-                                start : start + self.parameters.chunk_size
-                            ],
+                            text=text[start : start + self.parameters.chunk_size],
                         ),
                         source=section.source,
                         chunk_index=0,

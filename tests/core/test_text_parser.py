@@ -95,13 +95,34 @@ async def test_empty_input_is_one_empty_section_that_yields_no_chunk() -> None:
 
 def test_declared_media_types_and_extensions() -> None:
     assert TextParser.supported_media_types == [
-        "text/plain", "text/markdown", "text/csv", "text/html", "text/x-rst",
-        "application/json", "application/xml", "application/x-yaml",
+        "text/plain",
+        "text/markdown",
+        "text/csv",
+        "text/html",
+        "text/x-rst",
+        "application/json",
+        "application/xml",
+        "application/x-yaml",
         # Typed by their extension for the records, html and email parsers; before
         # that they were sniffed as text/plain, and `text` still reads them.
-        "application/x-ndjson", "application/xhtml+xml", "message/rfc822",
+        "application/x-ndjson",
+        "application/xhtml+xml",
+        "message/rfc822",
     ]
     assert TextParser.supported_extensions() == [
-        ".csv", ".eml", ".htm", ".html", ".json", ".jsonl", ".markdown", ".md", ".ndjson",
-        ".rst", ".txt", ".xhtml", ".xml", ".yaml", ".yml",
+        ".csv",
+        ".eml",
+        ".htm",
+        ".html",
+        ".json",
+        ".jsonl",
+        ".markdown",
+        ".md",
+        ".ndjson",
+        ".rst",
+        ".txt",
+        ".xhtml",
+        ".xml",
+        ".yaml",
+        ".yml",
     ]

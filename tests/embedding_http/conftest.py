@@ -15,4 +15,3 @@ def server() -> Iterator[EmbeddingServer]:
     instance.start()
     yield instance
     instance.stop()
-

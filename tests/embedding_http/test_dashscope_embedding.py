@@ -17,9 +17,7 @@ async def test_key_from_environment_sent_to_the_configured_url(
 ) -> None:
     monkeypatch.setenv("DASHSCOPE_API_KEY", KEY)
     texts = [f"text {i}" for i in range(25)]
-    model = DashScopeEmbeddingModel(
-        base_url=server.url, model="text-embedding-v4", dimensions=8
-    )
+    model = DashScopeEmbeddingModel(base_url=server.url, model="text-embedding-v4", dimensions=8)
     async with model:
         response = await model(texts)
 

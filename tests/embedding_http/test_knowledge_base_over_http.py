@@ -16,8 +16,12 @@ from ._server import EmbeddingServer, Reply, error_body
 
 def chunks(count: int) -> list[Chunk]:
     return [
-        Chunk(content=TextBlock(text=f"paragraph {i} about cats"), source="cats.md",
-              chunk_index=i, total_chunks=count)
+        Chunk(
+            content=TextBlock(text=f"paragraph {i} about cats"),
+            source="cats.md",
+            chunk_index=i,
+            total_chunks=count,
+        )
         for i in range(count)
     ]
 
@@ -31,13 +35,20 @@ async def test_failure_on_the_third_batch_writes_nothing(server: EmbeddingServer
 
     server.reply = third_batch_fails
     model = OpenAICompatibleEmbeddingModel(
-        base_url=server.url, model="m", dimensions=8,
-        batch_size=2, max_concurrency=1, max_retries=1,
+        base_url=server.url,
+        model="m",
+        dimensions=8,
+        batch_size=2,
+        max_concurrency=1,
+        max_retries=1,
     )
     async with QdrantStore(location=":memory:") as store, model:
         knowledge = KnowledgeBase(
-            name="cats", description="About cats.", embedding_model=model,
-            vector_store=store, collection="cats",
+            name="cats",
+            description="About cats.",
+            embedding_model=model,
+            vector_store=store,
+            collection="cats",
         )
         with pytest.raises(EmbeddingError, match="backend exploded"):
             await knowledge.insert_document(chunks(6), document_metadata={"filename": "cats.md"})

@@ -15,4 +15,3 @@ def server() -> Iterator[ChatServer]:
     instance.start()
     yield instance
     instance.stop()
-

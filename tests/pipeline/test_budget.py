@@ -18,7 +18,9 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-async def holder(budget: ByteBudget, size: int, name: str, log: list[str], go: asyncio.Event) -> None:
+async def holder(
+    budget: ByteBudget, size: int, name: str, log: list[str], go: asyncio.Event
+) -> None:
     async with budget.hold(size):
         log.append(f"+{name}")
         await go.wait()

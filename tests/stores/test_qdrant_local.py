@@ -27,7 +27,9 @@ async def write_and_count(path: Path, **options: object) -> dict[str, int]:
         return {s.document_id: s.chunk_count for s in await store.list_documents("kb")}
 
 
-async def test_a_local_store_writes_ahead_by_default_and_keeps_what_it_wrote(tmp_path: Path) -> None:
+async def test_a_local_store_writes_ahead_by_default_and_keeps_what_it_wrote(
+    tmp_path: Path,
+) -> None:
     assert await write_and_count(tmp_path) == {"doc": 3}
     assert journal_mode(tmp_path, "kb") == "wal"
 
