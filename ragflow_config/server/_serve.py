@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import math
 import socket
@@ -14,6 +15,7 @@ from types import FrameType
 
 import uvicorn
 
+from .._errors import RagflowError
 from ..pipeline import Pipeline
 from ._app import create_app
 from ._mcp import create_mcp_server
@@ -23,16 +25,33 @@ from ._settings import ServeOptions
 logger = logging.getLogger("ragflow_config.server")
 
 
+class ListenError(RagflowError):
+    """The address cannot be bound (in use, not this machine's, not permitted)."""
+
+
 def _listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound and listening before the server starts, so port 0 is known at once."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            + (
+                "; choose another --port, or 0 for any free one"
+                if exc.errno == errno.EADDRINUSE
+                else ""
+            )
+        ) from None
     except BaseException:
         sock.close()
         raise

@@ -299,3 +299,23 @@ async def test_a_browser_origin_named_with_cors_origin_may_call_it(
             "/v1/knowledge-bases/tutorial/search", headers={"Origin": origin}, json={"query": "x"}
         )
         assert refused.status_code == 401
+
+
+async def test_a_port_in_use_is_one_error_line(indexed: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [sys.executable, "-m", "ragflow_config.cli", "serve", str(indexed), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "choose another --port, or 0 for any free one\n"
+    )
