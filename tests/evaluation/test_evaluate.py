@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from ragflow_config import EmbeddingError
 from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.evaluation import JudgedQuery, Judgement, evaluate
+from ragflow_config.evaluation._ranking import rank_sources
 from ragflow_config.message import DataBlock, TextBlock
-from ragflow_config.rag import Chunk, KnowledgeBase, QdrantStore
+from ragflow_config.rag import Chunk, KnowledgeBase, QdrantStore, VectorSearchResult
 
 DOCUMENTS = {
     "cats.txt": ["Cats sleep twelve to sixteen hours a day, mostly in the sun."],
@@ -225,3 +228,102 @@ async def test_a_failing_search_fails_the_evaluation(store: QdrantStore) -> None
     queries.insert(3, JudgedQuery(id="x", query="boom", relevant=[]))
     with pytest.raises(EmbeddingError, match="refused"):
         await evaluate(kb, queries, k=2, concurrency=2)
+
+
+class CountingSearches(KnowledgeBase):
+    """A knowledge base that records the ``top_k`` of every search it is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.asked: list[int] = []
+
+    async def search(self, queries: Any, top_k: int = 5, *args: Any, **kwargs: Any) -> Any:
+        self.asked.append(top_k)
+        return await super().search(queries, top_k, *args, **kwargs)
+
+
+async def test_one_search_when_the_first_page_fills_or_exhausts_the_ranking(
+    store: QdrantStore,
+) -> None:
+    kb = CountingSearches("pets", "", HashingEmbeddingModel(dimensions=256), store, "pets")
+    for source, texts in DOCUMENTS.items():
+        await kb.insert_document(chunks(source, texts), document_id=source)
+    # k = 1 asks for 4 hits and gets 4 (7 chunks): one source ranked, done.
+    result = await evaluate(kb, [QUERIES[0]], k=1)
+    assert [e.source for e in result.queries[0].ranking] == ["cats.txt"]
+    assert kb.asked == [4]
+    # k = 3 asks for 12 and gets all 7 chunks, 5 sources: the store has nothing more to give.
+    kb.asked.clear()
+    one = CountingSearches("one", "", HashingEmbeddingModel(dimensions=64), store, "one")
+    await one.insert_document(chunks("only.txt", ["cats"]))
+    await evaluate(one, [JudgedQuery(id="q", query="cats", relevant=[])], k=3)
+    assert one.asked == [12]
+
+
+async def test_k_of_one_is_allowed(knowledge_base: KnowledgeBase) -> None:
+    result = await evaluate(knowledge_base, QUERIES, k=1)
+    assert result.k == 1
+    assert result.queries[0].metrics["precision"] == 1.0  # cats.txt first
+    with pytest.raises(ValueError, match=r"^no queries to evaluate$"):
+        await evaluate(knowledge_base, [], k=1)
+
+
+class BlockingSlowQueries(KnowledgeBase):
+    """A query starting "slow" waits for an event nobody sets, noting its cancellation."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started: list[str] = []
+        self.cancelled: list[str] = []
+        self.release = asyncio.Event()
+
+    async def search(self, queries: Any, top_k: int = 5, *args: Any, **kwargs: Any) -> Any:
+        if not str(queries[0]).startswith("slow"):
+            return await super().search(queries, top_k, *args, **kwargs)
+        self.started.append(queries[0])
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            # Cleaning up takes a turn of the event loop (as closing a connection would)
+            # before the cancellation is noted: evaluate must wait for it.
+            turn = asyncio.get_running_loop().create_future()
+            asyncio.get_running_loop().call_soon(turn.set_result, None)
+            await turn
+            self.cancelled.append(queries[0])
+            raise
+        return await super().search(queries, top_k, *args, **kwargs)
+
+
+async def test_a_failure_cancels_and_waits_for_the_other_queries(store: QdrantStore) -> None:
+    kb = BlockingSlowQueries("fails", "", FailingOnBoom(dimensions=64), store, "fails")
+    await kb.insert_document(chunks("a.txt", ["cats"]))
+    queries = [JudgedQuery(id=str(i), query=f"slow {i}", relevant=[]) for i in range(3)]
+    queries.append(JudgedQuery(id="x", query="boom", relevant=[]))
+    with pytest.raises(EmbeddingError, match="refused"):
+        await evaluate(kb, queries, k=2, concurrency=4)
+    # Every query that was waiting finished handling its cancellation before evaluate raised.
+    assert sorted(kb.started) == ["slow 0", "slow 1", "slow 2"]
+    assert sorted(kb.cancelled) == sorted(kb.started)
+
+
+def test_a_non_text_chunk_never_holds_a_passage() -> None:
+    image = Chunk(
+        content=DataBlock.from_bytes(b"\x89PNG", "image/png"),
+        source="figure.png",
+        chunk_index=0,
+        total_chunks=2,
+    )
+    caption = Chunk(
+        content=TextBlock(text="xxxx: the figure"),
+        source="figure.png",
+        chunk_index=1,
+        total_chunks=2,
+    )
+    hits = [
+        VectorSearchResult(score=0.9, document_id="figure.png", chunk=image),
+        VectorSearchResult(score=0.8, document_id="figure.png", chunk=caption),
+    ]
+    judgement = Judgement(source="figure.png", passages=["XX"])
+    # The image hit is not relevant; the caption, which holds the passage, is (at rank 2).
+    ranking = rank_sources(hits, [judgement], k=3)
+    assert [(entry.grade, entry.score) for entry in ranking] == [(0, 0.9), (1, 0.8)]

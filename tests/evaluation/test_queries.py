@@ -8,6 +8,7 @@ import pytest
 
 from ragflow_config import ConfigError
 from ragflow_config.evaluation import JudgedQuery, Judgement, load_queries
+from ragflow_config.evaluation._queries import normalize_text
 
 SAMPLE = Path(__file__).parents[2] / "pipelines" / "eval" / "local-queries.yaml"
 
@@ -247,3 +248,77 @@ def test_topics_errors(tmp_path: Path) -> None:
     empty = write(tmp_path, "empty.qrels", "\n")
     with pytest.raises(ConfigError, match=r"empty\.qrels:1:1: no judgements"):
         load_queries(empty, write(tmp_path, "topics.txt", "1 cats\n"))
+
+
+def test_passages_compare_case_folded_with_whitespace_runs_as_one_space() -> None:
+    assert normalize_text("  Read\n\tA  FILE ") == "read a file"
+    judgement = Judgement(source="a.md", passages=["xx"])
+    assert not judgement.matches("a.md", "a b")
+    assert judgement.matches("a.md", "A XX b")
+
+
+def test_a_judgement_matches_only_its_own_source() -> None:
+    assert not Judgement(source="a.md").matches("b.md", "anything")
+    assert not Judgement(source="a.md", passages=["cat"]).matches("b.md", "a cat")
+    assert Judgement(source="a.md").matches("a.md", "anything")
+
+
+def test_yaml_syntax_errors_give_the_parser_position_and_problem(tmp_path: Path) -> None:
+    alias = write(tmp_path, "alias.yaml", "queries: &x []\nother: *y\n")
+    with pytest.raises(ConfigError) as error:
+        load_queries(alias)
+    assert issues(error) == [f"{alias}:2:8: YAML syntax: found undefined alias 'y'"]
+    flow = write(tmp_path, "flow.yaml", "queries: [a, b\n")
+    with pytest.raises(ConfigError) as error:
+        load_queries(flow)
+    [message] = issues(error)
+    assert message.startswith(f"{flow}:2:1: YAML syntax: while parsing a flow sequence expected")
+
+
+def test_a_control_character_is_a_yaml_error_at_the_start(tmp_path: Path) -> None:
+    path = write(tmp_path, "bell.yaml", "queries: \x07\n")
+    with pytest.raises(ConfigError) as error:
+        load_queries(path)
+    [message] = issues(error)
+    assert message.startswith(f"{path}:1:1: YAML syntax: unacceptable character #x0007")
+
+
+def test_a_missing_queries_key_is_reported_at_the_top(tmp_path: Path) -> None:
+    path = write(tmp_path, "q.yaml", "other: 1\n")
+    with pytest.raises(ConfigError) as error:
+        load_queries(path)
+    assert issues(error) == [
+        f"{path}:1:1: queries: Field required",
+        f"{path}:1:8: other: unknown key",
+    ]
+
+
+@pytest.mark.parametrize("name", ["q.yml", "q.YML", "q.jsonl", "q.JSONL"])
+def test_topics_are_refused_with_yml_and_jsonl_files_too(tmp_path: Path, name: str) -> None:
+    topics = write(tmp_path, "topics.tsv", "1\tcats\n")
+    path = write(tmp_path, name, '{"id": "1", "query": "cats"}\n')
+    with pytest.raises(ConfigError) as error:
+        load_queries(path, topics)
+    assert issues(error) == [
+        f"{topics}:1:1: a topics file is only used with TREC qrels, not {name}"
+    ]
+
+
+def test_qrels_without_topics_says_what_the_topics_file_holds(tmp_path: Path) -> None:
+    qrels = write(tmp_path, "qrels.test", "1 0 d1 1\n")
+    with pytest.raises(ConfigError) as error:
+        load_queries(qrels)
+    assert issues(error) == [
+        f"{qrels}:1:1: read as TREC qrels (not .yaml, .yml or .jsonl), which needs a topics "
+        "file of query texts (`<qid> <text>` lines)"
+    ]
+    empty = write(tmp_path, "q.jsonl", "\n")
+    with pytest.raises(ConfigError) as error:
+        load_queries(empty)
+    assert issues(error) == [f"{empty}:1:1: no queries: expected one JSON object per line"]
+
+
+def test_blank_lines_in_topics_are_skipped_not_the_end(tmp_path: Path) -> None:
+    qrels = write(tmp_path, "qrels.txt", "1 0 d1 1\n2 0 d2 1\n")
+    topics = write(tmp_path, "topics.txt", "1 cats\n\n   \n2 dogs\n")
+    assert [(q.id, q.query) for q in load_queries(qrels, topics)] == [("1", "cats"), ("2", "dogs")]

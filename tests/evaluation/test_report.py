@@ -11,6 +11,7 @@ from ragflow_config.evaluation import (
     QueryResult,
     RankedSource,
     check_thresholds,
+    compare,
     format_comparison,
     format_table,
 )
@@ -197,3 +198,81 @@ def test_as_dict_is_json() -> None:
     assert data["no_relevant_count"] == 1
     assert data["metrics"]["recall"] == 0.375
     assert data["queries"][1]["ranking"][1] == {"source": "q2-1.md", "grade": 1, "score": 0.9}
+
+
+def test_unknown_thresholds_are_listed_with_the_known_names() -> None:
+    expected = (
+        "unknown metric(s) a, b; expected recall, precision, mrr, map, ndcg, ndcg_exp, hit_rate"
+    )
+    with pytest.raises(ValueError) as error:
+        check_thresholds(BASELINE, {"b": 0.5, "a": 0.5})
+    assert str(error.value) == expected
+
+
+def test_a_value_within_the_tolerance_below_its_threshold_meets_it() -> None:
+    at_edge = EvaluationResult(k=1, queries=[], metrics=dict.fromkeys(BASELINE.metrics, 0.5))
+    assert check_thresholds(at_edge, {"recall": 0.5 + 1e-9}) == []
+    exactly = EvaluationResult(k=1, queries=[], metrics=dict.fromkeys(BASELINE.metrics, 0.7 - 1e-9))
+    assert check_thresholds(exactly, {"recall": 0.7}) == []
+    assert check_thresholds(at_edge, {"recall": 0.5 + 1e-8}) == [
+        "recall@1 = 0.50000000 < 0.50000001"
+    ]
+
+
+def test_table_lists_every_missed_and_unanswerable_query() -> None:
+    table = format_table(
+        result(
+            row("a", [0, 0, 0], [1], 3),
+            row("b", [0, 0, 0], [1], 3),
+            row("c", [0, 0, 0], [], 3),
+            row("d", [0, 0, 0], [], 3),
+        ),
+        "kb",
+    )
+    assert "no relevant source in the top 3: a, b" in table.splitlines()
+    assert "judged with no relevant source (scored 0): c, d" in table.splitlines()
+
+
+def test_one_query_is_counted_in_the_singular() -> None:
+    one = result(row("q1", [1, 0, 0], [1], 3))
+    assert format_table(one, "kb").splitlines()[0] == "kb: 1 query, k = 3"
+    assert format_comparison(one, one, "a", "b").splitlines()[0] == "1 query, k = 3"
+    assert format_table(result(*BASELINE.queries[:2]), "kb").startswith("kb: 2 queries,")
+
+
+def per_query(values: dict[str, float]) -> EvaluationResult:
+    """One query whose every metric has the given value; the averages equal it."""
+    metrics = dict.fromkeys(BASELINE.metrics, 0.0) | values
+    query = QueryResult(id="q", query="q", relevant_count=1, metrics=metrics, ranking=[])
+    return EvaluationResult(k=1, queries=[query], metrics=dict(metrics))
+
+
+def difference_column(left: EvaluationResult, right: EvaluationResult) -> str:
+    recall_line = next(
+        line for line in format_comparison(left, right, "a", "b").splitlines() if "recall" in line
+    )
+    return recall_line.split()[3]
+
+
+def test_a_difference_that_rounds_to_zero_shows_as_plus_zero() -> None:
+    # 0.3 - (0.1 + 0.2) is -5.6e-17, and -0.00004 rounds to -0.0 at four decimals.
+    assert difference_column(per_query({"recall": 0.1 + 0.2}), per_query({"recall": 0.3})) == (
+        "+0.0000"
+    )
+    assert difference_column(per_query({"recall": 0.5}), per_query({"recall": 0.49996})) == (
+        "+0.0000"
+    )
+    assert difference_column(per_query({"recall": 0.5}), per_query({"recall": 0.49994})) == (
+        "-0.0001"
+    )
+
+
+def test_comparison_uses_the_permutations_and_seed_it_is_given() -> None:
+    left = result(*(row(f"q{i}", [i % 2, 0, 0], [1], 3) for i in range(20)))
+    right = result(*(row(f"q{i}", [1 - i % 3 // 2, 0, 0], [1], 3) for i in range(20)))
+    for permutations, seed in ((7, 3), (50, 11)):
+        text = format_comparison(left, right, "a", "b", permutations=permutations, seed=seed)
+        p_column = [line.split()[4] for line in text.splitlines()[2:9]]
+        expected = compare(left, right, permutations=permutations, seed=seed)
+        assert p_column == [f"{row.p_value:.4f}" for row in expected]
+        assert f"{permutations} random sign patterns, seed {seed};" in text

@@ -140,3 +140,52 @@ def test_comparing_different_query_sets_or_k_is_refused() -> None:
         randomization_test({"m": [0.1], "n": [0.1, 0.2]})
     with pytest.raises(ValueError, match="no queries"):
         randomization_test({"m": []})
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 10, 12])
+def test_exact_p_values_equal_brute_force_for_any_query_count(n: int) -> None:
+    # Distinct values, so a difference dropped or counted twice changes which patterns are extreme.
+    differences = [((i * 7) % 11 - 5) / 10 + i / 1000 for i in range(n)]
+    assert randomization_test({"m": differences}) == {"m": pytest.approx(brute_force(differences))}
+
+
+def test_a_single_permutation_is_allowed() -> None:
+    # p = (count + 1) / (permutations + 1): 1/2 or 1 with one random pattern.
+    p = randomization_test({"m": [0.5] * 20}, permutations=1)["m"]
+    assert p in (0.5, 1.0)
+
+
+def test_argument_errors_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match=r"^permutations must be at least 1, got 0$"):
+        randomization_test({"m": [0.5]}, permutations=0)
+    with pytest.raises(ValueError, match=r"^every metric needs one difference per query$"):
+        randomization_test({"a": [0.5], "b": [0.5, 0.5]})
+    with pytest.raises(ValueError, match=r"^no queries to test$"):
+        randomization_test({"m": []})
+    with pytest.raises(ValueError, match=r"^no queries to test$"):
+        randomization_test({})
+    left = run({"q1": [1, 0]})
+    with pytest.raises(ValueError, match=r"^cannot compare results of different query sets$"):
+        compare(left, run({"q2": [1, 0]}))
+    with pytest.raises(ValueError, match=r"^no queries to average$"):
+        mean_metrics([])
+
+
+def test_compare_draws_the_patterns_it_is_given() -> None:
+    left = run({f"q{i}": [i % 2, 0] for i in range(20)})
+    right = run({f"q{i}": [1 - i % 3 // 2, 0] for i in range(20)})
+    differences = {
+        name: [
+            after.metrics[name] - before.metrics[name]
+            for before, after in zip(left.queries, right.queries, strict=True)
+        ]
+        for name in METRICS
+    }
+    for permutations, seed in ((7, 3), (7, 4), (50, 11)):
+        expected = randomization_test(differences, permutations=permutations, seed=seed)
+        rows = compare(left, right, permutations=permutations, seed=seed)
+        assert {row.metric: row.p_value for row in rows} == expected
+    # The seeds above give different p-values, so a seed left out would show.
+    assert randomization_test(differences, permutations=7, seed=3) != randomization_test(
+        differences, permutations=7, seed=4
+    )

@@ -12,7 +12,7 @@ import pytest
 
 from ragflow_config.pipeline import Pipeline, RunOptions, RunReport
 from ragflow_config.pipeline._sources import SourceOutsideError, discover
-from ragflow_config.pipeline._validate import check_file
+from ragflow_config.pipeline._validate import check_file, source_issues
 
 SECRET = "OPENAI_API_KEY=sk-test-4f9a2c7e1b"
 FOX = "# Foxes\n\nThe quick brown fox jumps over the lazy dog.\n"
@@ -219,3 +219,25 @@ async def test_allow_outside_lets_a_trusted_file_reach_out_but_never_read_specia
 
     assert indexed(report) == {"environ.md": "add", "fox.md": "add", "secrets.md": "add"}
     assert await found_in(pipeline, "OPENAI_API_KEY") == ["environ.md", "fox.md", "secrets.md"]
+
+
+def test_validate_counts_no_file_behind_a_link_outside_as_a_match(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "links").mkdir()
+    (project / "links" / "secrets.md").symlink_to(project.parent / "outside" / "secrets.md")
+    path = write_pipeline(project / "pipeline.yaml", "{path: links}")
+    monkeypatch.chdir(project)
+
+    loaded, issues = check_file(path)
+
+    assert issues == [] and loaded is not None
+    assert [str(issue) for issue in source_issues(loaded)] == [
+        "pipeline.yaml:9:9: knowledge_bases[0].sources[0].include: no file in 'links' matches "
+        "include ['**/*'] (patterns are gitignore-style: `*.md` matches at any depth)"
+    ]
+    # Lifting the confinement makes the link's target a match.
+    allowed = write_pipeline(project / "allowed.yaml", "{path: links, allow_outside: true}")
+    loaded, issues = check_file(allowed)
+    assert issues == [] and loaded is not None
+    assert source_issues(loaded) == []
