@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from ragflow_config.embedding import HashingEmbeddingModel
-from ragflow_config.message import TextBlock
+from ragflow_config.message import Base64Source, DataBlock, TextBlock
 from ragflow_config.rag import (
     Chunk,
     CollectionMismatchError,
@@ -245,3 +245,47 @@ async def test_dense_mode_is_unchanged(store: QdrantStore) -> None:
     assert not await store.has_lexical("kb")
     hits = await kb.search(["sleeping cats"], top_k=2)
     assert hits[0].score <= 1.0
+
+
+async def test_lexical_top_k_threshold_and_query_blocks(store: QdrantStore) -> None:
+    kb = knowledge_base(store, "lexical")
+    await fill(kb)
+    everything = await kb.search(["warm cats garden"], top_k=10)
+    assert len(everything) >= 3
+    assert await kb.search(["warm cats garden"], top_k=1) == everything[:1]
+    # Several queries: their hits merged, then cut to top_k.
+    assert len(await kb.search(["warm cats", "garden dogs", "parrots"], top_k=2)) == 2
+    cut = everything[1].score
+    assert await kb.search(["warm cats garden"], 10, cut) == [
+        h for h in everything if h.score >= cut
+    ]
+    # A TextBlock query is its text.
+    assert await kb.search([TextBlock(text="warm cats garden")], top_k=10) == everything
+
+
+async def test_a_bad_filter_is_refused_even_when_the_query_has_no_terms(
+    store: QdrantStore,
+) -> None:
+    for mode in ("lexical", "hybrid"):
+        kb = knowledge_base(store, mode, f"kb-{mode}")
+        await fill(kb)
+        with pytest.raises(ValueError, match="empty mapping"):
+            await kb.search(["the"], top_k=3, where={"org": {}})
+
+
+async def test_a_hybrid_search_stays_in_the_where_scope_on_both_sides(store: QdrantStore) -> None:
+    kb = knowledge_base(store, "hybrid")
+    await fill(kb, {name: text for name, text in DOCS.items() if name != "fish"}, tenant="a")
+    await fill(kb, {"fish": DOCS["fish"], "more": "Warm cats sleep in the garden."}, tenant="b")
+    hits = await kb.search(["warm cats in the garden"], top_k=10, where={"tenant": "a"})
+    assert hits and {h.document_id for h in hits} <= {"cats", "dogs", "birds"}
+
+
+async def test_a_hybrid_search_drops_image_queries_for_a_text_only_model(
+    store: QdrantStore,
+) -> None:
+    kb = knowledge_base(store, "hybrid")
+    await fill(kb)
+    image = DataBlock(source=Base64Source(data="aGk=", media_type="image/png"))
+    text_only = await kb.search(["warm cats"], top_k=10)
+    assert text_only and await kb.search([image, "warm cats"], top_k=10) == text_only

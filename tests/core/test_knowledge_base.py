@@ -601,3 +601,69 @@ async def test_a_failure_between_batches_leaves_no_partial_document_and_before_t
     with pytest.raises(EmbeddingError):
         await failing_second.insert_document(text_chunks(*reversed(PETS)), document_id="pets")
     assert await old.list_documents() == []  # half written: removed, never half a document
+
+
+async def test_list_chunks_pages_by_offset_and_limit(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model)
+    doc = await kb.insert_document(text_chunks(*(f"part {i} of five" for i in range(5))))
+    assert [c.chunk_index for c in await kb.list_chunks(doc, offset=2, limit=2)] == [2, 3]
+    assert [c.chunk_index for c in await kb.list_chunks(doc, offset=4)] == [4]
+
+
+async def test_clear_deletes_within_scope_and_drops_the_collection_once_empty(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    tenant_a = knowledge(store, hashing_model, "shared", {"tenant_id": "a"})
+    tenant_b = knowledge(store, hashing_model, "shared", {"tenant_id": "b"})
+    await tenant_a.insert_document(text_chunks("cats purr", "cats sleep"), document_id="a1")
+    await tenant_a.insert_document(text_chunks("dogs bark"), document_id="a2")
+    await tenant_b.insert_document(text_chunks("fish swim"), document_id="b1")
+
+    # Tenant b has a document of the same id: clearing tenant a must not touch it.
+    await tenant_b.insert_document(text_chunks("birds sing"), document_id="a1")
+    assert await tenant_a.clear() is False  # tenant b's documents keep the collection
+    assert await tenant_a.list_documents() == []
+    assert sorted(s.document_id for s in await tenant_b.list_documents()) == ["a1", "b1"]
+    assert await store.has_collection("shared")
+
+    assert await tenant_b.clear() is True
+    assert not await store.has_collection("shared")
+    assert await tenant_b.clear() is True  # nothing to clear: no collection
+    # The next write through the cleared handle creates it again.
+    await tenant_b.insert_document(text_chunks("fish again"), document_id="b2")
+    assert [s.document_id for s in await tenant_b.list_documents()] == ["b2"]
+
+
+async def test_list_chunks_gives_thirty_by_default(
+    store: QdrantStore, hashing_model: HashingEmbeddingModel
+) -> None:
+    kb = knowledge(store, hashing_model)
+    doc = await kb.insert_document(text_chunks(*(f"part {i}" for i in range(31))))
+    assert [c.chunk_index for c in await kb.list_chunks(doc)] == list(range(30))
+
+
+class FailingWriteAndDeleteStore(FailingWriteStore):
+    """Fails the write, then the rollback's delete as well."""
+
+    async def delete(self, *args: Any, **kwargs: Any) -> None:
+        if self.failing:
+            raise VectorStoreError(self.store_name, "connection still lost")
+        await super().delete(*args, **kwargs)
+
+
+async def test_a_rollback_that_fails_is_logged_with_the_document(
+    hashing_model: HashingEmbeddingModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FailingWriteAndDeleteStore(batch_size=2, location=":memory:") as store:
+        kb = knowledge(store, hashing_model)
+        await kb.insert_document(text_chunks("Tortoises live for a century."))
+        store.failing = True
+        with pytest.raises(VectorStoreError, match="connection lost"):
+            await kb.insert_document(text_chunks(*PETS), document_id="half-written")
+    [record] = [r for r in caplog.records if r.name == "ragflow_config.knowledge_base"]
+    assert (
+        record.getMessage() == "kb-pets: could not remove the partly written document half-written"
+    )
+    assert record.exc_info is not None and "connection still lost" in str(record.exc_info[1])
