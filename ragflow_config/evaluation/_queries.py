@@ -229,7 +229,8 @@ def _load_jsonl(path: Path) -> list[JudgedQuery]:
             queries.append(JudgedQuery.model_validate(data))
         except ValidationError as exc:
             issues += [
-                _issue(path, number, 1, message, format_path(loc)) for loc, message in _messages(exc)
+                _issue(path, number, 1, message, format_path(loc))
+                for loc, message in _messages(exc)
             ]
             continue
         places.append((number, 1))

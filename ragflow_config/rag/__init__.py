@@ -15,9 +15,9 @@ from .._errors import (
     ParserFileNotFoundError,
     VectorStoreError,
 )
+from ._analyzer import AnalyzerSettings
 from ._chunkers.approx_token import ApproxTokenChunker
 from ._chunkers.base import ChunkerBase
-from ._analyzer import AnalyzerSettings
 from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
 from ._knowledge_base import KnowledgeBase
 from ._parsers.base import ParserBase
