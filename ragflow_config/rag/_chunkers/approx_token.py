@@ -7,9 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from ...message import DataBlock, TextBlock
-from .._document import Chunk, Section
-from .base import ChunkerBase
+from .base import SplittingChunker
 
 BYTES_PER_TOKEN = 4
 
@@ -24,7 +22,7 @@ def approx_tokens(text: str) -> int:
     return len(text.encode("utf-8")) // BYTES_PER_TOKEN
 
 
-class ApproxTokenChunker(ChunkerBase):
+class ApproxTokenChunker(SplittingChunker):
     """Splits text into pieces of at most ``chunk_size`` approximate tokens.
 
     A piece fits when ``len(piece.encode("utf-8")) // 4 <= chunk_size``; the
@@ -38,7 +36,7 @@ class ApproxTokenChunker(ChunkerBase):
 
     chunker_type: ClassVar[str] = "approx_token"
 
-    class Parameters(ChunkerBase.Parameters):
+    class Parameters(SplittingChunker.Parameters):
         chunk_size: int = Field(
             default=512,
             ge=1,
@@ -69,26 +67,6 @@ class ApproxTokenChunker(ChunkerBase):
     @property
     def overlap(self) -> int:
         return self.parameters.overlap
-
-    async def chunk(self, sections: list[Section]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for section in sections:
-            pieces: list[TextBlock | DataBlock]
-            if isinstance(section.content, TextBlock):
-                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
-            else:
-                pieces = [section.content]
-            chunks.extend(
-                Chunk(
-                    content=piece,
-                    source=section.source,
-                    chunk_index=0,
-                    total_chunks=0,
-                    metadata=dict(section.metadata),
-                )
-                for piece in pieces
-            )
-        return self.number(chunks)
 
     def split(self, text: str) -> list[str]:
         """The stripped, non-blank pieces of ``text``."""

@@ -6,6 +6,7 @@ from abc import abstractmethod
 from typing import ClassVar
 
 from ..._component import Component, ComponentParameters
+from ...message import DataBlock, TextBlock
 from .._document import Chunk, Section
 
 
@@ -35,3 +36,34 @@ class ChunkerBase(Component):
             chunk.chunk_index = index
             chunk.total_chunks = len(chunks)
         return chunks
+
+
+class SplittingChunker(ChunkerBase):
+    """A chunker that cuts each text section's text into pieces, one chunk a piece.
+
+    Subclasses say how to cut, in :meth:`split`; the conventions above are kept here.
+    """
+
+    async def chunk(self, sections: list[Section]) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for section in sections:
+            pieces: list[TextBlock | DataBlock]
+            if isinstance(section.content, TextBlock):
+                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
+            else:
+                pieces = [section.content]
+            chunks.extend(
+                Chunk(
+                    content=piece,
+                    source=section.source,
+                    chunk_index=0,
+                    total_chunks=0,
+                    metadata=dict(section.metadata),
+                )
+                for piece in pieces
+            )
+        return self.number(chunks)
+
+    @abstractmethod
+    def split(self, text: str) -> list[str]:
+        """The pieces of ``text``, in order, each non-blank."""

@@ -8,16 +8,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..._component import ComponentParameters
-from ...message import DataBlock, TextBlock
-from .._document import Chunk, Section
 from ._tokens import TokenCounter, TokenParameters
-from .base import ChunkerBase
+from .base import SplittingChunker
 
 # Paragraph, line, sentence, clause, word; "" (a character) is always the last resort.
 DEFAULT_SEPARATORS = ["\n\n", "\n", ". ", "! ", "? ", "; ", ", ", " "]
 
 
-class RecursiveChunker(ChunkerBase):
+class RecursiveChunker(SplittingChunker):
     """Cuts text at the strongest separator that makes its pieces fit, then merges them.
 
     A text longer than ``chunk_size`` is split at every occurrence of the
@@ -64,26 +62,6 @@ class RecursiveChunker(ChunkerBase):
     def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)
         self.counter = TokenCounter(self.parameters)
-
-    async def chunk(self, sections: list[Section]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for section in sections:
-            pieces: list[TextBlock | DataBlock]
-            if isinstance(section.content, TextBlock):
-                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
-            else:
-                pieces = [section.content]
-            chunks.extend(
-                Chunk(
-                    content=piece,
-                    source=section.source,
-                    chunk_index=0,
-                    total_chunks=0,
-                    metadata=dict(section.metadata),
-                )
-                for piece in pieces
-            )
-        return self.number(chunks)
 
     def split(self, text: str) -> list[str]:
         """The stripped, non-blank chunks of ``text``."""

@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..._component import ComponentParameters
-from ...message import DataBlock, TextBlock
-from .._document import Chunk, Section
 from ._tokens import TokenCounter, TokenParameters
-from .base import ChunkerBase
+from .base import SplittingChunker
 
 
-class TokenChunker(ChunkerBase):
+class TokenChunker(SplittingChunker):
     """Pieces of at most ``chunk_size`` word pieces of the embedding model's tokenizer.
 
     Sizes are counted with the model's own tokenizer, special tokens included
@@ -39,26 +37,6 @@ class TokenChunker(ChunkerBase):
     def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)
         self.counter = TokenCounter(self.parameters)
-
-    async def chunk(self, sections: list[Section]) -> list[Chunk]:
-        chunks: list[Chunk] = []
-        for section in sections:
-            pieces: list[TextBlock | DataBlock]
-            if isinstance(section.content, TextBlock):
-                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
-            else:
-                pieces = [section.content]
-            chunks.extend(
-                Chunk(
-                    content=piece,
-                    source=section.source,
-                    chunk_index=0,
-                    total_chunks=0,
-                    metadata=dict(section.metadata),
-                )
-                for piece in pieces
-            )
-        return self.number(chunks)
 
     def split(self, text: str) -> list[str]:
         """The trimmed, non-blank pieces of ``text``."""
