@@ -122,13 +122,13 @@ def _print_report(report: RunReport, as_json: bool) -> None:
         if kb.fingerprint_changes:
             print(f"{kb.name}: pipeline fingerprint changed: {', '.join(kb.fingerprint_changes)}")
         for change in kb.changes:
-            if change.action in ("failed", "unreadable"):
+            if change.failed:
                 print(f"{kb.name}: FAILED {change.path}: {change.reason}", file=sys.stderr)
         print(
             f"{kb.name}: {verb} add {kb.count('add')}, update {kb.count('update') + kb.count('repair')}, "
             f"delete {kb.count('delete')}; unchanged {kb.count('unchanged')}, "
             f"kept {kb.count('keep')}, unsupported {kb.count('unsupported')}, "
-            f"empty {kb.count('empty')}, failed {kb.count('failed') + kb.count('unreadable')}; "
+            f"empty {kb.count('empty')}, failed {kb.failures}; "
             f"{plural(kb.chunks, 'chunk')} written"
         )
         if kb.aborted:

@@ -66,9 +66,9 @@ class Progress:
                 task,
                 advance=1,
                 chunks=fields["chunks"] + change.chunks,
-                failed=fields["failed"] + (change.action in ("failed", "unreadable")),
+                failed=fields["failed"] + change.failed,
             )
-        elif change.action not in ("unchanged", "failed", "unreadable"):
+        elif change.action != "unchanged" and not change.failed:
             detail = f" ({change.reason})" if change.reason else ""
             self.stream.write(f"{kb}: {change.action} {change.path}{detail}\n")
 

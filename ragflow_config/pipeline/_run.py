@@ -65,6 +65,11 @@ class Change:
     reason: str = ""
     chunks: int = 0
 
+    @property
+    def failed(self) -> bool:
+        """Whether the file could not be read or parsed: a failure of the run."""
+        return self.action in ("failed", "unreadable")
+
 
 @dataclass
 class KnowledgeBaseReport:
@@ -75,6 +80,10 @@ class KnowledgeBaseReport:
 
     def count(self, action: Action) -> int:
         return sum(1 for change in self.changes if change.action == action)
+
+    @property
+    def failures(self) -> int:
+        return sum(1 for change in self.changes if change.failed)
 
     @property
     def chunks(self) -> int:
@@ -118,10 +127,7 @@ class RunReport:
 
     @property
     def failed(self) -> bool:
-        return any(
-            kb.count("failed") or kb.count("unreadable") or kb.aborted
-            for kb in self.knowledge_bases
-        )
+        return any(kb.failures or kb.aborted for kb in self.knowledge_bases)
 
     @property
     def pending(self) -> bool:
@@ -289,7 +295,7 @@ async def _run_knowledge_base(
         report.changes.append(change)
         if options.progress:
             options.progress(kb.name, change)
-        if change.action in ("failed", "unreadable") and plan.spec.on_error == "fail":
+        if change.failed and plan.spec.on_error == "fail":
             raise _Abort(f"{change.path}: {change.reason}")
 
     async def process(doc_id: str, file: SourceFile, size: int) -> Change:
