@@ -147,10 +147,10 @@ def _delete(args: argparse.Namespace) -> int:
             kb = built.knowledge_base(args.kb)
             # Deleting is scoped, so an id outside the scope deletes nothing: say so.
             if not await kb.list_chunks(args.document_id, limit=1):
-                print(
-                    f"error: nothing deleted: {args.kb} has no document {args.document_id}"
+                print_error(
+                    f"nothing deleted: {args.kb} has no document {args.document_id}"
                     + (" within its metadata_filter" if kb.metadata_filter else ""),
-                    file=sys.stderr,
+                    as_json=False,
                 )
                 return EXIT_ERROR
             await kb.delete_document(args.document_id)
@@ -169,7 +169,7 @@ def _reset(args: argparse.Namespace) -> int:
     what = f"every document of {args.kb} (collection {spec.collection!r}{scope})"
     if not args.yes:
         if not sys.stdin.isatty():
-            print(f"error: reset deletes {what}; pass --yes to confirm", file=sys.stderr)
+            print_error(f"reset deletes {what}; pass --yes to confirm", as_json=False)
             return EXIT_ERROR
         if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
             print("nothing deleted")
