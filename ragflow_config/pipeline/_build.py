@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._component import Component, is_path_field
 from ..embedding import EmbeddingModelBase
+from ..executors import ExecutorBase, LocalExecutor
 from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
 from ._registry import Kind, Registry
 from ._spec import ComponentBlock, EmbeddingBlock, KnowledgeBaseSpec, PipelineSpec, VectorStoreBlock
@@ -77,6 +78,7 @@ class BuiltPipeline:
     knowledge_bases: dict[str, KnowledgeBase]
     middlewares: list[Any]
     indexing: dict[str, IndexingPlan] = field(default_factory=dict)
+    executor: ExecutorBase = field(default_factory=LocalExecutor)
 
     def knowledge_base(self, name: str) -> KnowledgeBase:
         try:
@@ -121,6 +123,7 @@ async def build(
             return shared[key]
 
         built = BuiltPipeline(spec, folder, {}, [])
+        built.executor = build_component(registry, "executor", spec.execution, folder)
         for kb_spec in wanted:
             store: VectorStoreBase = await component(
                 "vector_store", kb_spec.vector_store, spec.vector_stores

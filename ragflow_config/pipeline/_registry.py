@@ -19,7 +19,9 @@ from .._component import Component
 
 logger = logging.getLogger("ragflow_config.registry")
 
-Kind = Literal["parser", "chunker", "embedding", "vector_store", "chat_model", "middleware"]
+Kind = Literal[
+    "parser", "chunker", "embedding", "vector_store", "chat_model", "middleware", "executor"
+]
 
 ENTRY_POINT_GROUPS: dict[Kind, str] = {
     "parser": "ragflow_config.parsers",
@@ -28,6 +30,7 @@ ENTRY_POINT_GROUPS: dict[Kind, str] = {
     "vector_store": "ragflow_config.vector_stores",
     "chat_model": "ragflow_config.chat_models",
     "middleware": "ragflow_config.middlewares",
+    "executor": "ragflow_config.executors",
 }
 KINDS: tuple[Kind, ...] = tuple(ENTRY_POINT_GROUPS)
 

@@ -20,20 +20,21 @@ import asyncio
 import gc
 import hashlib
 import json
-import os
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
+from ..executors import ExecutorBase, StartedExecutor
+from ..executors.local import parse_and_chunk
 from ..rag import Chunk, DocumentSummary
 from ..rag._media_types import detect
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
+from ._registry import default_registry
 from ._sources import SourceFile, content_hash, discover, document_id
-from ._workers import FILES_PER_TASK, ParserProcesses, parse_and_chunk
 
 Action = Literal[
     "add",
@@ -152,6 +153,7 @@ class RunOptions:
     on_fingerprint_change: Literal["reindex", "refuse"] = "reindex"
     repair: bool = True
     workers: int | None = None  # parser processes; 0 parses in this process
+    executor: str | None = None  # a registered executor type, with its defaults: not `execution`'s
     max_bytes_in_flight: int = 64 << 20  # the files held at once, by size (a larger one goes alone)
     # (index, count), index from 0: only the documents whose id falls in this shard
     # (N CI jobs index one corpus side by side), and no prune: a shard sees a part.
@@ -212,14 +214,13 @@ async def run(
     """Bring each knowledge base in line with its sources (or, with ``dry_run``, say what would change)."""
     started = time.perf_counter()
     reports = []
-    workers = options.workers if options.workers is not None else min(4, os.cpu_count() or 1)
     chosen = [plan for name, plan in built.indexing.items() if only is None or name in only]
-    processes = None
-    if workers > 0 and not options.dry_run:
-        processes = ParserProcesses(workers, chosen)
-    # Files in flight: enough to keep every process's two tasks full while the
-    # event loop writes out a finished task's files (with 16, the processes idled).
-    concurrency = max(4, 4 * FILES_PER_TASK * workers)
+    executor = built.executor
+    if options.executor is not None and options.executor != built.spec.execution.type:
+        executor = cast(ExecutorBase, default_registry().get("executor", options.executor).cls())
+    processes = None if options.dry_run else executor.start(chosen, options.workers)
+    # A dry run parses in this process only the new files it must check.
+    concurrency = processes.files_in_flight if processes is not None else 4
     budget = ByteBudget(options.max_bytes_in_flight)
     # What exists before the run (imported modules, the caller's objects) is
     # not the run's garbage: the collector's full passes, which grow with the
@@ -244,7 +245,7 @@ async def _run_knowledge_base(
     plan: IndexingPlan,
     built: BuiltPipeline,
     options: RunOptions,
-    processes: ParserProcesses | None,
+    processes: StartedExecutor | None,
     concurrency: int,
     budget: ByteBudget,
 ) -> KnowledgeBaseReport:
@@ -476,7 +477,7 @@ async def _prepare(
     change: Change,
     file: SourceFile,
     data: bytes,
-    processes: ParserProcesses | None,
+    processes: StartedExecutor | None,
     files_ahead: int,
 ) -> _Prepared | Change:
     """The file's embeddable chunks, or the change that ends its story: unsupported, failed, empty."""
@@ -521,7 +522,7 @@ async def _write(
     digest: str,
     prints: dict[str, str],
     previous: DocumentSummary | None,
-    processes: ParserProcesses | None,
+    processes: StartedExecutor | None,
     files_ahead: int,
 ) -> Change:
     kb = plan.knowledge_base

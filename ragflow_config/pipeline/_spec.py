@@ -59,6 +59,12 @@ class ChatModelBlock(ComponentBlock):
     kind: ClassVar[Kind] = "chat_model"
 
 
+class ExecutionBlock(ComponentBlock):
+    """Where a run parses its files: `local` processes (the default) or a `ray` cluster."""
+
+    kind: ClassVar[Kind] = "executor"
+
+
 class SourceSpec(_Strict):
     """A folder of files to index."""
 
@@ -208,10 +214,22 @@ class PipelineSpec(_Strict):
     )
     knowledge_bases: list[KnowledgeBaseSpec] = Field(min_length=1)
     middlewares: list[MiddlewareSpec] = Field(default_factory=list)
+    execution: ExecutionBlock = Field(
+        default_factory=lambda: ExecutionBlock(type="local"),
+        description="Where `run` parses, chunks (and embeds with a `cpu_bound` model) the "
+        "files; the runner still decides, writes and prunes. `run --executor` overrides it.",
+    )
 
 
 # Component block models, by the name pydantic gives them in the schema's $defs.
 COMPONENT_BLOCKS: dict[str, type[ComponentBlock]] = {
     cls.__name__: cls
-    for cls in (ParserBlock, ChunkerBlock, EmbeddingBlock, VectorStoreBlock, ChatModelBlock)
+    for cls in (
+        ParserBlock,
+        ChunkerBlock,
+        EmbeddingBlock,
+        VectorStoreBlock,
+        ChatModelBlock,
+        ExecutionBlock,
+    )
 }

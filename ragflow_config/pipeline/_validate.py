@@ -270,6 +270,8 @@ def _blocks(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Kind, Any]]:
         yield (*base, "chunker"), "chunker", kb.get("chunker")
         yield (*base, "embedding"), "embedding", kb.get("embedding")
         yield (*base, "vector_store"), "vector_store", kb.get("vector_store")
+    if "execution" in data:
+        yield ("execution",), "executor", data["execution"]
     for i, middleware in enumerate(_sequence(data.get("middlewares"))):
         yield ("middlewares", i), "middleware", middleware
         yield (

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ragflow_config.embedding import HashingEmbeddingModel
+from ragflow_config.executors.local import _prepare
 from ragflow_config.pipeline import Pipeline, RunOptions
-from ragflow_config.pipeline._workers import _prepare
 from ragflow_config.rag import ApproxTokenChunker, KnowledgeBase, TextParser
 
 from .test_run import GOOD, actions, documents, make_project

@@ -17,9 +17,9 @@ import pytest
 
 from ragflow_config import ParserError
 from ragflow_config.cli import main
+from ragflow_config.executors.local import ParserProcesses, _prepare_many
 from ragflow_config.pipeline import Change, Pipeline, RunOptions, RunReport
 from ragflow_config.pipeline._run import _Ahead
-from ragflow_config.pipeline._workers import ParserProcesses, _prepare_many
 from ragflow_config.rag import ApproxTokenChunker, DocumentSummary, Section, TextParser
 
 from .conftest import FILES
@@ -408,7 +408,8 @@ def test_an_error_that_cannot_travel_back_from_a_process_is_reported_by_name() -
         [
             (BuggyParser(), chunker, None, b"x", "a.txt"),
             (TextParser(), chunker, None, b"fine", "b.txt"),
-        ]
+        ],
+        parse_timeout=60,
     )
     (failed, error), (ok, prepared) = outcomes
     assert (

@@ -22,6 +22,7 @@ BLOCK_KINDS = {
     "VectorStoreBlock": "vector_store",
     "ChatModelBlock": "chat_model",
     "MiddlewareSpec": "middleware",
+    "ExecutionBlock": "executor",
 }
 
 

@@ -1,4 +1,4 @@
-"""Parser processes: parsing, chunking and CPU-bound embedding beside the event loop.
+"""The local executor: parsing, chunking and CPU-bound embedding in processes beside the event loop.
 
 Parsers (and models that embed in pure Python) hold the GIL, so a run hands
 them to worker processes and keeps the event loop for reading files and
@@ -8,12 +8,18 @@ that; until they have, the event loop does the work itself, so a run's first
 files (and a small run's only ones) never wait for them. A process that dies
 (a crashing parsing library, the OOM killer) is replaced, and the file that
 killed it is found by running the files that were in flight one at a time.
+
+A file that parses for longer than ``parse_timeout_seconds`` ends its process
+the same way (a watchdog thread in the process, which needs no GIL, exits it),
+so a parser stuck in a C loop that never returns to Python is stopped too; run
+again alone, it fails with its time limit as the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import faulthandler
 import functools
 import logging
 import multiprocessing
@@ -21,19 +27,22 @@ import os
 import pickle
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._errors import ParserError
 from ..embedding import EmbeddingModelBase
 from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
-from ._build import IndexingPlan
+from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
+
+if TYPE_CHECKING:
+    from ..pipeline._build import IndexingPlan
 
 logger = logging.getLogger("ragflow_config.pipeline")
 
-Prepared = tuple[list[Chunk], list[list[float]] | None]
 Request = tuple[ParserBase, ChunkerBase, EmbeddingModelBase | None, bytes, str]
 Outcome = tuple[bool, Prepared | BaseException]
 FILES_PER_TASK = 8
@@ -49,11 +58,23 @@ class _Waiting:
     suspect: bool = False
 
 
-class ParserProcesses:
+class LocalExecutor(ExecutorBase):
+    """Parser processes on this machine, `--workers` of them (default: up to 4, one per core)."""
+
+    def start(self, plans: Sequence[IndexingPlan], workers: int | None) -> ParserProcesses | None:
+        if workers is None:
+            workers = min(4, os.cpu_count() or 1)
+        if workers == 0:
+            return None
+        return ParserProcesses(workers, plans, self.parameters.parse_timeout_seconds)
+
+
+class ParserProcesses(StartedExecutor):
     """A pool of ``workers`` processes for the parsers, chunkers and models of ``plans``."""
 
-    def __init__(self, workers: int, plans: Iterable[IndexingPlan]) -> None:
-        plans = list(plans)
+    def __init__(
+        self, workers: int, plans: Sequence[IndexingPlan], parse_timeout: float = 300
+    ) -> None:
         # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
         context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
         if os.name == "posix":
@@ -71,6 +92,10 @@ class ParserProcesses:
             context.set_forkserver_preload([__name__, *sorted(components | libraries)])
         self._context = context
         self._workers = workers
+        self._parse_timeout = parse_timeout
+        # Enough to keep every process's two tasks full while the event loop
+        # writes out a finished task's files (with 16, the processes idled).
+        self.files_in_flight = max(4, 4 * FILES_PER_TASK * workers)
         self._executor = self._new_executor()
         self._started: asyncio.Future[bool] | None = None
         self._waiting: deque[_Waiting] = deque()
@@ -172,14 +197,20 @@ class ParserProcesses:
             self._tasks += 1
             executor = self._executor
             task = asyncio.get_running_loop().run_in_executor(
-                executor, _prepare_many, [waiting.request for waiting in group]
+                executor,
+                _prepare_many,
+                [waiting.request for waiting in group],
+                self._parse_timeout,
             )
-            task.add_done_callback(functools.partial(self._settle, executor, group))
+            task.add_done_callback(
+                functools.partial(self._settle, executor, group, time.monotonic())
+            )
 
     def _settle(
         self,
         executor: concurrent.futures.Executor,
         group: list[_Waiting],
+        sent: float,
         task: asyncio.Future[list[Outcome]],
     ) -> None:
         self._tasks -= 1
@@ -191,7 +222,7 @@ class ParserProcesses:
             return
         error = task.exception()
         if isinstance(error, concurrent.futures.process.BrokenProcessPool):
-            self._after_a_crash(executor, group)
+            self._after_a_crash(executor, group, time.monotonic() - sent)
             self._send()
             return
         outcomes: list[Outcome] = [(False, error)] * len(group) if error else task.result()
@@ -204,11 +235,14 @@ class ParserProcesses:
                 waiting.future.set_exception(value)  # type: ignore[arg-type]
         self._send()
 
-    def _after_a_crash(self, executor: concurrent.futures.Executor, group: list[_Waiting]) -> None:
-        """A process died (a parser library crashed, or ran out of memory): start new ones.
+    def _after_a_crash(
+        self, executor: concurrent.futures.Executor, group: list[_Waiting], seconds: float
+    ) -> None:
+        """A process died (a parser library crashed, ran out of memory or out of time): start new ones.
 
         A suspect that was running alone caused it and fails; every other file
-        of the broken tasks runs again, alone, as a suspect.
+        of the broken tasks runs again, alone, as a suspect. A suspect's
+        process that died after its time limit had passed was ended by it.
         """
         if executor is self._executor:
             logger.warning("a parser process died; starting new ones")
@@ -216,13 +250,13 @@ class ParserProcesses:
             executor.shutdown(wait=False, cancel_futures=True)
         for waiting in reversed(group):
             if waiting.suspect:
-                waiting.future.set_exception(
-                    ParserError(
-                        waiting.request[4],
-                        "the parser process died while handling this file "
-                        "(a crash in a parsing library, or out of memory)",
-                    )
+                reason = (
+                    time_limit_reason(self._parse_timeout)
+                    if seconds >= self._parse_timeout
+                    else "the parser process died while handling this file "
+                    "(a crash in a parsing library, or out of memory)"
                 )
+                waiting.future.set_exception(ParserError(waiting.request[4], reason))
             else:
                 self._waiting.appendleft(_Waiting(waiting.request, waiting.future, suspect=True))
 
@@ -237,10 +271,15 @@ async def parse_and_chunk(
     return await chunker.chunk(sections)
 
 
-def _prepare_many(requests: list[Request]) -> list[Outcome]:
-    """The worker side of a task: each file's result, or the error it raised."""
+def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome]:
+    """The worker side of a task: each file's result, or the error it raised.
+
+    Past a file's time limit, faulthandler's watchdog thread prints where the
+    parser is stuck to stderr and exits the process.
+    """
     outcomes: list[Outcome] = []
     for request in requests:
+        faulthandler.dump_traceback_later(parse_timeout, exit=True)
         try:
             outcomes.append((True, _prepare_sync(request)))
         except Exception as exc:
@@ -249,6 +288,8 @@ def _prepare_many(requests: list[Request]) -> list[Outcome]:
             except Exception:  # the error must travel back, or the whole task fails
                 exc = RuntimeError(f"{type(exc).__name__}: {exc}")
             outcomes.append((False, exc))
+        finally:
+            faulthandler.cancel_dump_traceback_later()
     return outcomes
 
 

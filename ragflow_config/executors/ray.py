@@ -1,0 +1,124 @@
+"""The Ray executor: each file is parsed (and chunked, and embedded by a ``cpu_bound`` model) by a Ray task.
+
+Ray schedules the tasks across a cluster's nodes and retries a task whose
+worker process or node died; the runner, in the driver, still decides what
+changed, writes to the store, prunes and reports, so a collection ends with
+the same contents as with the local executor. Workers hand their chunks back
+rather than writing: a run then needs the store reachable from the driver
+only, and the driver's writes keep the crash-safe order (chunk 0 last).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import Field
+
+from .._errors import ParserError
+from ..embedding import EmbeddingModelBase
+from ..rag._chunkers.base import ChunkerBase
+from ..rag._parsers.base import ParserBase
+from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
+from .local import _prepare_sync
+
+if TYPE_CHECKING:
+    from ..pipeline._build import IndexingPlan
+
+logger = logging.getLogger("ragflow_config.pipeline")
+
+
+class RayExecutor(ExecutorBase):
+    """Ray tasks across a cluster (the `ray` extra): one file per task, `parse_cpus` each."""
+
+    requires: ClassVar[dict[str, str]] = {"ray": "ray"}
+
+    class Parameters(ExecutorBase.Parameters):
+        address: str | None = Field(
+            default=None,
+            description="The cluster to join: `auto` (the one `ray start` runs on this machine), "
+            "`ray://host:10001`, or unset: `RAY_ADDRESS`, else a Ray started for the run on "
+            "this machine. Ignored when the process has already called `ray.init`.",
+        )
+        parse_cpus: float = Field(
+            default=1, gt=0, description="CPUs each file's task reserves on its node."
+        )
+        max_retries: int = Field(
+            default=3,
+            ge=0,
+            description="Times a file's task runs again elsewhere when its worker process or "
+            "node dies; after that the file fails alone.",
+        )
+
+    parameters: Parameters
+
+    def start(self, plans: Sequence[IndexingPlan], workers: int | None) -> RayTasks:
+        return RayTasks(self.parameters)
+
+
+class RayTasks(StartedExecutor):
+    """The run's side of the cluster: at most one task per free parse slot, so a task starts when sent."""
+
+    def __init__(self, parameters: RayExecutor.Parameters) -> None:
+        import ray
+
+        self._ray = ray
+        self._timeout = parameters.parse_timeout_seconds
+        self._connected_here = not ray.is_initialized()
+        if self._connected_here:
+            ray.init(address=parameters.address, include_dashboard=False)
+        # A task's time limit counts from when it is sent, so tasks are not sent
+        # to wait in the cluster's queue: one per slot the cluster has now.
+        cpus = ray.cluster_resources().get("CPU", 1.0)
+        slots = max(1, int(cpus // parameters.parse_cpus))
+        self._slots = asyncio.Semaphore(slots)
+        self.files_in_flight = max(4, 4 * slots)
+        self._task = ray.remote(_prepare_in_task).options(
+            num_cpus=parameters.parse_cpus, max_retries=parameters.max_retries
+        )
+
+    async def prepare(
+        self,
+        parser: ParserBase,
+        chunker: ChunkerBase,
+        model: EmbeddingModelBase | None,
+        data: bytes,
+        filename: str,
+        backlog: int | None = None,
+    ) -> Prepared:
+        exceptions = self._ray.exceptions
+        async with self._slots:
+            ref = self._task.remote(parser, chunker, model, data, filename)
+            try:
+                prepared: Prepared = await asyncio.wait_for(
+                    asyncio.wrap_future(ref.future()), self._timeout
+                )
+            except TimeoutError:
+                # force: a parser stuck in C code never reaches a cancellation point.
+                self._ray.cancel(ref, force=True)
+                raise ParserError(filename, time_limit_reason(self._timeout)) from None
+            except exceptions.RayTaskError as exc:  # the parser's own error, as raised there
+                raise exc.cause from None
+            except (exceptions.WorkerCrashedError, exceptions.NodeDiedError) as exc:
+                raise ParserError(
+                    filename,
+                    "the Ray worker died while handling this file, on every retry "
+                    f"(a crash in a parsing library, or out of memory): {type(exc).__name__}",
+                ) from None
+            return prepared
+
+    def shutdown(self) -> None:
+        if self._connected_here:
+            self._ray.shutdown()
+
+
+def _prepare_in_task(
+    parser: ParserBase,
+    chunker: ChunkerBase,
+    model: EmbeddingModelBase | None,
+    data: bytes,
+    filename: str,
+) -> Prepared:
+    return _prepare_sync((parser, chunker, model, data, filename))
