@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from ._boundaries import content_defined_cuts
 from .base import SplittingChunker
 
 BYTES_PER_TOKEN = 4
@@ -32,6 +33,13 @@ class ApproxTokenChunker(SplittingChunker):
     then a space. Consecutive pieces share about ``overlap`` tokens, starting at
     a word boundary where there is one. Pieces are stripped of surrounding
     whitespace; blank pieces are dropped. ``DataBlock`` sections pass through whole.
+
+    With ``boundaries: content_defined`` a text is first cut at paragraph and
+    sentence ends chosen by their content (``_boundaries``: on average every
+    ``chunk_size / 2`` tokens, never closer than ``chunk_size / 4``), and each
+    segment, opening on the last ``overlap`` tokens of the one before, is
+    then split as above. An edit changes the chunks around it only; the ones
+    after it keep their text, so a re-run reuses their stored vectors.
     """
 
     chunker_type: ClassVar[str] = "approx_token"
@@ -48,6 +56,14 @@ class ApproxTokenChunker(SplittingChunker):
             ge=0,
             title="Overlap",
             description="Approximate tokens shared by neighbouring chunks; less than chunk_size.",
+        )
+        boundaries: Literal["greedy", "content_defined"] = Field(
+            default="greedy",
+            title="Boundaries",
+            description="greedy: pack each chunk as full as it goes (AgentScope's reference "
+            "behaviour); content_defined: cut at paragraph and sentence ends chosen by the text "
+            "around them, so that after an edit the later chunks stay the same and a re-run "
+            "reuses their vectors.",
         )
 
         @model_validator(mode="after")
@@ -70,6 +86,22 @@ class ApproxTokenChunker(SplittingChunker):
 
     def split(self, text: str) -> list[str]:
         """The stripped, non-blank pieces of ``text``."""
+        budget = self.chunk_size * BYTES_PER_TOKEN
+        if self.parameters.boundaries == "greedy" or _utf8_size(text) < budget:
+            return self._pack(text)
+        cuts = content_defined_cuts(text, _utf8_size, spacing=budget // 2, minimum=budget // 4)
+        pieces: list[str] = []
+        start = 0
+        for end in cuts:
+            opening = (
+                self._next_start(text, 0, start, self.overlap * BYTES_PER_TOKEN) if start else 0
+            )
+            pieces.extend(self._pack(text[opening:end]))
+            start = end
+        return pieces
+
+    def _pack(self, text: str) -> list[str]:
+        """``text`` cut greedily, each piece as full as the budget allows."""
         budget = self.chunk_size * BYTES_PER_TOKEN + (BYTES_PER_TOKEN - 1)
         if len(text.encode("utf-8")) <= budget:
             stripped = text.strip()
@@ -113,6 +145,10 @@ class ApproxTokenChunker(SplittingChunker):
             if space:
                 candidate = space.end()
         return candidate if candidate < end else end
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8"))
 
 
 # Byte budgets are met by encoding a window of at most `budget` characters (each
