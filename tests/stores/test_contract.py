@@ -409,6 +409,32 @@ async def test_list_chunks_pages_by_chunk_index(store: VectorStoreBase, collecti
     assert third.content == records[3].chunk.content  # the whole block, as it was stored
 
 
+async def test_document_vectors_gives_each_chunk_with_its_stored_vector(
+    store: VectorStoreBase, collection: str
+) -> None:
+    rng = random.Random(5)
+    await store.create_collection(collection, DIMENSIONS)
+
+    def normalised(vector: list[float]) -> list[float]:  # as embedding models give them
+        norm = math.sqrt(sum(x * x for x in vector))
+        return [x / norm for x in vector]
+
+    records = [
+        make_record("doc", i, normalised(random_vector(rng)), {"rev": i % 2}, 6) for i in range(6)
+    ]
+    await store.insert(collection, [*records, make_record("other", 0, unit(1))])
+
+    found = await store.document_vectors(collection, "doc")
+    assert sorted(chunk.chunk_index for chunk, _ in found) == list(range(6))
+    for chunk, vector in found:
+        record = records[chunk.chunk_index]
+        assert chunk == record.chunk
+        assert vector == pytest.approx(record.vector, abs=1e-6)  # float32 in most engines
+    narrowed = await store.document_vectors(collection, "doc", {"rev": 1})
+    assert sorted(chunk.chunk_index for chunk, _ in narrowed) == [1, 3, 5]
+    assert await store.document_vectors(collection, "missing") == []
+
+
 async def test_a_reopened_store_finds_its_data(case: StoreCase) -> None:
     collection = case.new_collection()
     async with case.open() as store:

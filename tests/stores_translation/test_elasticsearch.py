@@ -338,6 +338,29 @@ async def test_list_documents_without_filter_matches_all(es_server: FakeElastics
     assert es_server.requests[0].json()["query"] == {"match_all": {}}
 
 
+async def test_document_vectors_reads_chunk_and_vector_and_pages_with_search_after(
+    es_server: FakeElasticsearch,
+) -> None:
+    def with_vector(found: dict[str, Any]) -> dict[str, Any]:
+        return {**found, "_source": {**found["_source"], "vector": [0.5, 0.25]}}
+
+    first_page = [with_vector(hit("doc", i, 1.0)) for i in range(500)]
+    pages = iter([hits(*first_page), hits(with_vector(hit("doc", 500, 1.0)))])
+    es_server.respond = lambda r: next(pages)
+
+    async with store(es_server) as es:
+        found = await es.document_vectors("docs", "doc", {"p": 1})
+
+    assert [chunk.chunk_index for chunk, _ in found] == list(range(501))
+    assert all(vector == [0.5, 0.25] for _, vector in found)
+    first, second = (r.json() for r in es_server.requests)
+    assert first["query"] == {
+        "bool": {"filter": [{"term": {"document_id": "doc"}}, term(["p"], "number", 1)]}
+    }
+    assert first["_source"] == ["chunk", "vector"]
+    assert second["search_after"] == [499]
+
+
 async def test_list_chunks_queries_the_index_window_and_pages_with_search_after(
     es_server: FakeElasticsearch,
 ) -> None:

@@ -419,6 +419,22 @@ async def test_an_index_that_never_becomes_queryable_times_out(mongod: FakeMongo
             await store.search("docs", [1.0])
 
 
+async def test_document_vectors_finds_chunk_and_vector_of_the_document(
+    mongod: FakeMongod,
+) -> None:
+    first = make_record("doc", 0, {"t": "x"}).chunk.model_dump(mode="json")
+    mongod.respond = lambda name, command: (
+        cursor_reply(command, [{"chunk": first, "vector": [0.5, 0.25]}]) if name == "find" else None
+    )
+    async with store_for(mongod) as store:
+        ((chunk, vector),) = await store.document_vectors("docs", "doc", {"t": "x"})
+
+    assert (chunk.chunk_index, vector) == (0, [0.5, 0.25])
+    (find,) = mongod.named("find")
+    assert find["filter"] == match_query("doc", {"t": "x"})
+    assert find["projection"] == {"_id": 0, "chunk": 1, "vector": 1}
+
+
 async def test_delete_list_documents_and_list_chunks(mongod: FakeMongod) -> None:
     first = make_record("doc", 0, {"t": "x"}).chunk.model_dump(mode="json")
 

@@ -145,6 +145,14 @@ class VectorStoreBase(Component):
         """Chunks ``[offset, offset + limit)`` of a document, by ``chunk_index``."""
         raise NotImplementedError(f"{type(self).__name__} does not list chunks")
 
+    @abstractmethod
+    async def document_vectors(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        """Every chunk of ``document_id`` that matches ``metadata_filter``, with its stored
+        vector, in no particular order: what an update can reuse instead of embedding again
+        (document_vectors)."""
+
     @property
     def store_name(self) -> str:
         """How errors name this store."""

@@ -426,6 +426,34 @@ class ElasticsearchStore(VectorStoreBase):
                 return chunks
             after = hits[-1]["sort"]
 
+    async def document_vectors(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        index = self._index(collection)
+        clauses = [{"term": {"document_id": document_id}}, *filter_clauses(metadata_filter)]
+        found: list[tuple[Chunk, list[float]]] = []
+        after: list[Any] | None = None
+        while True:  # document_vectors
+            page: dict[str, Any] = {
+                "query": {"bool": {"filter": clauses}},
+                "sort": [{"chunk_index": "asc"}],
+                "size": _PAGE,
+                "source": ["chunk", "vector"],
+                "track_total_hits": False,
+            }
+            if after is not None:
+                page["search_after"] = after
+            response = await self._call(partial(self.client.search, index=index, **page))
+            assert response is not None
+            hits = response.body["hits"]["hits"]
+            found.extend(
+                (Chunk.model_validate(hit["_source"]["chunk"]), hit["_source"]["vector"])
+                for hit in hits
+            )
+            if len(hits) < _PAGE:
+                return found
+            after = hits[-1]["sort"]
+
 
 def index_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be an Elasticsearch index name, or ``None`` if it can."""

@@ -554,6 +554,16 @@ class MilvusLiteStore(VectorStoreBase):
         chunks = [Chunk.model_validate(row["chunk"]) for row in rows]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)
 
+    async def document_vectors(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        expression = self._expression(metadata_filter, document_id)
+        rows = await self._query_all(collection, expression, ["chunk", "vector"])
+        return [  # document_vectors
+            (Chunk.model_validate(row["chunk"]), [float(x) for x in row["vector"]])
+            for row in _exact(rows, metadata_filter)
+        ]
+
     def _expression(
         self, metadata_filter: dict[str, Any] | None, document_id: str | None = None
     ) -> str:

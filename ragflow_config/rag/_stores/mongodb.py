@@ -434,6 +434,21 @@ class MongoDBStore(VectorStoreBase):
 
         return [Chunk.model_validate(found["chunk"]) for found in await self._call(run)]
 
+    async def document_vectors(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        target = self._collection(collection)
+        query = match_query(document_id, metadata_filter)
+
+        async def run() -> list[dict[str, Any]]:  # document_vectors
+            cursor = target.find(query, {"_id": 0, "chunk": 1, "vector": 1})
+            return list(await cursor.to_list())
+
+        return [
+            (Chunk.model_validate(found["chunk"]), found["vector"])
+            for found in await self._call(run)
+        ]
+
 
 def metadata_key_problem(path: tuple[str, ...], where: str) -> None:
     """Reject a metadata path MongoDB would read as something else."""

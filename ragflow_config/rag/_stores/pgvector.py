@@ -610,6 +610,25 @@ class PgVectorStore(VectorStoreBase):
 
         return [Chunk.model_validate(from_postgres(chunk)) for (chunk,) in await self._run(run)]
 
+    async def document_vectors(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        from psycopg import sql
+
+        where, params = _where(metadata_filter, document_id)
+        statement = sql.SQL("SELECT chunk, embedding FROM {} WHERE {}").format(
+            self._table(collection), where
+        )
+
+        async def run(connection: Any) -> list[Any]:  # document_vectors
+            cursor = await connection.execute(statement, params)
+            return await cursor.fetchall()
+
+        return [
+            (Chunk.model_validate(from_postgres(chunk)), embedding.to_list())
+            for chunk, embedding in await self._run(run)
+        ]
+
 
 def _sparse(record: VectorRecord) -> tuple[Any, list[int] | None]:
     """A record's ``terms`` and ``term_ids`` column values."""

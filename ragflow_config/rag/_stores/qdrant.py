@@ -451,7 +451,11 @@ class QdrantStore(VectorStoreBase):
         return total, {term: await count(term) for term in dict.fromkeys(terms)}
 
     async def _scroll(
-        self, collection: str, scroll_filter: Any, with_payload: Any = True
+        self,
+        collection: str,
+        scroll_filter: Any,
+        with_payload: Any = True,
+        with_vectors: bool = False,  # document_vectors
     ) -> AsyncIterator[Any]:
         # Local mode sorts every id on each page, so it pays to ask for large pages.
         size = _SCROLL_PAGE if self.parameters.url is not None else _LOCAL_SCROLL_PAGE
@@ -464,7 +468,7 @@ class QdrantStore(VectorStoreBase):
                     limit=size,
                     offset=offset,
                     with_payload=with_payload,
-                    with_vectors=False,
+                    with_vectors=with_vectors,  # document_vectors
                 )
             )
             for point in page:
@@ -502,6 +506,19 @@ class QdrantStore(VectorStoreBase):
             async for point in self._scroll(collection, scroll_filter)
         ]
         return sorted(chunks, key=lambda chunk: chunk.chunk_index)
+
+    async def document_vectors(
+        self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        scroll_filter = self._filter(metadata_filter, document_id)
+        return [
+            # A lexical collection names its vectors; the dense one is unnamed (document_vectors).
+            (
+                Chunk.model_validate(point.payload["chunk"]),
+                point.vector[""] if isinstance(point.vector, dict) else point.vector,
+            )
+            async for point in self._scroll(collection, scroll_filter, with_vectors=True)
+        ]
 
 
 def _vectors(models: Any, record: VectorRecord) -> dict[str, Any]:
