@@ -150,8 +150,7 @@ class VectorStoreBase(Component):
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[tuple[Chunk, list[float]]]:
         """Every chunk of ``document_id`` that matches ``metadata_filter``, with its stored
-        vector, in no particular order: what an update can reuse instead of embedding again
-        (document_vectors)."""
+        vector, in no particular order: what an update can reuse instead of embedding again."""
 
     @property
     def store_name(self) -> str:

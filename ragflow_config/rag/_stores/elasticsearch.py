@@ -433,7 +433,7 @@ class ElasticsearchStore(VectorStoreBase):
         clauses = [{"term": {"document_id": document_id}}, *filter_clauses(metadata_filter)]
         found: list[tuple[Chunk, list[float]]] = []
         after: list[Any] | None = None
-        while True:  # document_vectors
+        while True:
             page: dict[str, Any] = {
                 "query": {"bool": {"filter": clauses}},
                 "sort": [{"chunk_index": "asc"}],

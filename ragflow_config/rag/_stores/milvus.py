@@ -559,7 +559,7 @@ class MilvusLiteStore(VectorStoreBase):
     ) -> list[tuple[Chunk, list[float]]]:
         expression = self._expression(metadata_filter, document_id)
         rows = await self._query_all(collection, expression, ["chunk", "vector"])
-        return [  # document_vectors
+        return [
             (Chunk.model_validate(row["chunk"]), [float(x) for x in row["vector"]])
             for row in _exact(rows, metadata_filter)
         ]

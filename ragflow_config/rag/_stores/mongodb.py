@@ -440,7 +440,7 @@ class MongoDBStore(VectorStoreBase):
         target = self._collection(collection)
         query = match_query(document_id, metadata_filter)
 
-        async def run() -> list[dict[str, Any]]:  # document_vectors
+        async def run() -> list[dict[str, Any]]:
             cursor = target.find(query, {"_id": 0, "chunk": 1, "vector": 1})
             return list(await cursor.to_list())
 

@@ -620,7 +620,7 @@ class PgVectorStore(VectorStoreBase):
             self._table(collection), where
         )
 
-        async def run(connection: Any) -> list[Any]:  # document_vectors
+        async def run(connection: Any) -> list[Any]:
             cursor = await connection.execute(statement, params)
             return await cursor.fetchall()
 

@@ -455,7 +455,7 @@ class QdrantStore(VectorStoreBase):
         collection: str,
         scroll_filter: Any,
         with_payload: Any = True,
-        with_vectors: bool = False,  # document_vectors
+        with_vectors: bool = False,
     ) -> AsyncIterator[Any]:
         # Local mode sorts every id on each page, so it pays to ask for large pages.
         size = _SCROLL_PAGE if self.parameters.url is not None else _LOCAL_SCROLL_PAGE
@@ -468,7 +468,7 @@ class QdrantStore(VectorStoreBase):
                     limit=size,
                     offset=offset,
                     with_payload=with_payload,
-                    with_vectors=with_vectors,  # document_vectors
+                    with_vectors=with_vectors,
                 )
             )
             for point in page:
@@ -512,7 +512,7 @@ class QdrantStore(VectorStoreBase):
     ) -> list[tuple[Chunk, list[float]]]:
         scroll_filter = self._filter(metadata_filter, document_id)
         return [
-            # A lexical collection names its vectors; the dense one is unnamed (document_vectors).
+            # A lexical collection names its vectors; the dense one is unnamed.
             (
                 Chunk.model_validate(point.payload["chunk"]),
                 point.vector[""] if isinstance(point.vector, dict) else point.vector,
