@@ -29,7 +29,8 @@ from typing import Any, Literal, cast
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
 from ..executors import ExecutorBase, StartedExecutor
 from ..executors.local import parse_and_chunk
-from ..rag import Chunk, DocumentSummary
+from ..message import TextBlock
+from ..rag import Chunk, DocumentSummary, KnowledgeBase
 from ..rag._media_types import detect
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
@@ -550,6 +551,10 @@ async def _write(
     metadata = {**file.source.metadata, STATE_KEY: {"revision": revision}}
     old_state = _state(previous) if previous else {}
     old_revision = old_state.get("revision")
+    reuse = None
+    if chunks and vectors is None and previous is not None:
+        # Read before anything of the old version is withdrawn or deleted.
+        reuse = await _reusable_vectors(kb, change.document_id, revision, old_state, prints)
     if change.action == "repair" or (previous is not None and not chunks):
         await kb.delete_document(change.document_id)
     elif change.action == "update" and previous is not None and previous.chunk_count > 1:
@@ -567,9 +572,38 @@ async def _write(
                 document_id=change.document_id,
                 document_metadata=metadata,
                 embeddings=vectors,
+                reuse=reuse,
             )
         except UnstorableDocumentError as exc:
             return Change("failed", file.relative, change.document_id, exc.cause)
     if change.action == "update" and old_revision and old_revision != revision and chunks:
         await kb.delete_document(change.document_id, where={STATE_KEY: {"revision": old_revision}})
     return Change(change.action, file.relative, change.document_id, change.reason, len(chunks))
+
+
+async def _reusable_vectors(
+    kb: KnowledgeBase,
+    document_id: str,
+    revision: str,
+    old_state: dict[str, Any],
+    prints: dict[str, str],
+) -> dict[str, list[float]]:
+    """Stored vectors of a document's chunks, by text, that this pipeline would make again.
+
+    Only from chunks of a version whose fingerprint equals ``prints`` (same
+    model, dimensions, chunker and parser settings), so a reused vector is
+    the one the model would give: the stored version, when its chunk 0 vouches
+    for such a fingerprint, and chunks of ``revision`` itself, which an
+    interrupted write of this very version left (a revision digests the
+    fingerprint, so they qualify whatever chunk 0 says).
+    """
+    revisions = {revision}
+    if _complete(old_state) and not _changed_fields(old_state.get("fingerprint", {}), prints):
+        revisions.add(old_state["revision"])
+    reusable: dict[str, list[float]] = {}
+    for stored in revisions:
+        found = await kb.document_vectors(document_id, where={STATE_KEY: {"revision": stored}})
+        for chunk, vector in found:
+            if isinstance(chunk.content, TextBlock):
+                reusable[chunk.content.text] = vector
+    return reusable

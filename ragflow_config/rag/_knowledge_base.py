@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._errors import CollectionMismatchError
@@ -134,6 +134,7 @@ class KnowledgeBase:
         document_metadata: dict[str, Any] | None = None,
         *,
         embeddings: Sequence[list[float]] | None = None,
+        reuse: Mapping[str, list[float]] | None = None,
     ) -> str:
         """Embed ``chunks`` and store them as one document; return its id.
 
@@ -157,6 +158,11 @@ class KnowledgeBase:
         ``embeddings``, when given, are this knowledge base's model's vectors
         for the embeddable chunks, in order, made elsewhere (a runner embeds
         in its parser processes); they are checked, not recomputed.
+
+        ``reuse`` maps chunk texts to vectors this knowledge base's model made
+        for them before (an update reads them from the document's stored
+        version): a text chunk found in it takes that vector, and only the
+        others go to the model.
         """
         document_id = document_id or uuid.uuid4().hex
         prepared = self._prepare(chunks, document_metadata or {})
@@ -175,9 +181,7 @@ class KnowledgeBase:
             for batch in batches:
                 batch_chunks = [prepared[i] for i in batch]
                 if embeddings is None:
-                    response = await self._embedding_model([c.content for c in batch_chunks])
-                    vectors = response.embeddings
-                    self._check_vectors(vectors, len(batch_chunks))
+                    vectors = await self._embed(batch_chunks, reuse or {})
                 else:
                     vectors = [embeddings[i] for i in batch]
                 # Chunks were validated when made and vectors checked above; validating
@@ -199,6 +203,23 @@ class KnowledgeBase:
                 await self._remove_partial(document_id)
             raise
         return document_id
+
+    async def _embed(
+        self, chunks: list[Chunk], reuse: Mapping[str, list[float]]
+    ) -> list[list[float]]:
+        """``chunks``' vectors: those in ``reuse`` as they are, the others from the model."""
+        vectors: list[list[float] | None] = [
+            reuse.get(c.content.text) if isinstance(c.content, TextBlock) else None for c in chunks
+        ]
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        if missing:
+            response = await self._embedding_model([chunks[i].content for i in missing])
+            self._check_vectors(response.embeddings, len(missing))
+            for i, vector in zip(missing, response.embeddings, strict=True):
+                vectors[i] = vector
+        made = [vector for vector in vectors if vector is not None]
+        self._check_vectors(made, len(chunks))  # a reused vector of other dimensions fails here
+        return made
 
     def _document_terms(self, chunk: Chunk) -> dict[int, float] | None:
         """A chunk's BM25 weights when this knowledge base has a lexical side."""
@@ -377,6 +398,16 @@ class KnowledgeBase:
             offset=offset,
             limit=limit,
             metadata_filter=self._metadata_filter,
+        )
+
+    async def document_vectors(
+        self, document_id: str, *, where: dict[str, Any] | None = None
+    ) -> list[tuple[Chunk, list[float]]]:
+        """A document's stored chunks with their vectors, within scope (and ``where``)."""
+        await self.ensure_collection()
+        scope = _deep_merge(where or {}, self._metadata_filter or {})
+        return await self._vector_store.document_vectors(
+            self._collection, document_id, metadata_filter=scope or None
         )
 
     async def delete_document(

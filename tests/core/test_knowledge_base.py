@@ -516,6 +516,30 @@ async def test_given_embeddings_that_do_not_fit_write_nothing(
     assert [s.document_id for s in await kb.list_documents()] == [keeper]
 
 
+async def test_reused_vectors_are_stored_and_only_the_other_texts_embedded(
+    store: QdrantStore,
+) -> None:
+    model = RecordingHashingModel()
+    kb = knowledge(store, model)
+    made_before = (await HashingEmbeddingModel(dimensions=64)([PETS[0], PETS[2]])).embeddings
+
+    doc = await kb.insert_document(
+        text_chunks(*PETS[:3]), reuse={PETS[0]: made_before[0], PETS[2]: made_before[1]}
+    )
+
+    assert [text for batch in model.batches for text in batch] == [PETS[1]]
+    stored = {c.chunk_index: v for c, v in await kb.document_vectors(doc)}
+    assert stored[0] == pytest.approx(made_before[0], abs=1e-6)
+    assert stored[2] == pytest.approx(made_before[1], abs=1e-6)
+
+
+async def test_a_reused_vector_of_other_dimensions_writes_nothing(store: QdrantStore) -> None:
+    kb = knowledge(store, RecordingHashingModel())
+    with pytest.raises(RuntimeError, match="other than 64 dimensions"):
+        await kb.insert_document(text_chunks(*PETS[:3]), reuse={PETS[1]: [0.125] * 32})
+    assert await kb.list_documents() == []
+
+
 async def test_a_tenant_cannot_take_over_another_tenants_document_id(
     store: QdrantStore, hashing_model: HashingEmbeddingModel
 ) -> None:
