@@ -49,6 +49,12 @@ def register(commands: Commands) -> None:
                 default=None,
                 help="parser processes (default: up to 4; 0 parses in-process)",
             )
+            sub.add_argument(
+                "--executor",
+                metavar="TYPE",
+                help="where files are parsed: `local` or `ray`, with that type's defaults "
+                "(default: the pipeline's `execution`)",
+            )
             step = sub.add_mutually_exclusive_group()
             step.add_argument(
                 "--shard",
@@ -101,6 +107,7 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
         force=args.force,
         on_fingerprint_change="refuse" if args.refuse_on_fingerprint_change else "reindex",
         workers=getattr(args, "workers", None),
+        executor=getattr(args, "executor", None),
         shard=getattr(args, "shard", None),
         prune_only=getattr(args, "prune_only", False),
         progress=progress,
