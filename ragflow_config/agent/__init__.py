@@ -1,7 +1,7 @@
 """A minimal agent: the host that runs middlewares such as ``RAGMiddleware``."""
 
 from ..event import AgentEvent, HintBlockEvent
-from ._agent import Agent
-from ._state import EventHandler, ReplyState
+from ._agent import Agent, EventHandler
+from ._state import ReplyState
 
 __all__ = ["Agent", "AgentEvent", "EventHandler", "HintBlockEvent", "ReplyState"]

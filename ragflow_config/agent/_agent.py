@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from types import MappingProxyType
 from typing import Any
 
+from ..event import AgentEvent
 from ..message import Msg
-from ..middleware._base import MiddlewareBase
+from ..middleware._base import HookStream, MiddlewareBase
 from ..model import ChatModelBase
 from ..tool import Toolkit
-from ._state import EventHandler, ReplyState
+from ._state import ReplyState
+
+EventHandler = Callable[[AgentEvent], None]
 
 # The reply each agent is running in the current task: concurrent replies,
 # even of one agent, each see their own state.
@@ -63,52 +66,75 @@ class Agent:
     async def reply(
         self, inputs: Msg | list[Msg] | None = None, *, on_event: EventHandler | None = None
     ) -> Msg:
-        """Answer ``inputs``; ``on_event`` receives events such as injected hints."""
-        state = ReplyState(reply_id=uuid.uuid4().hex, on_event=on_event)
+        """Answer ``inputs``; ``on_event`` receives the events the middlewares yield (hints...)."""
+        state = ReplyState(reply_id=uuid.uuid4().hex, context=self.context)
         token = _REPLIES.set({**_REPLIES.get(), self: state})
         try:
-            return await self._through("on_reply", {"inputs": inputs}, self._reply_impl)
+            answer: Msg | None = None
+            async for item in self._through("on_reply", {"inputs": inputs}, self._reply_impl):
+                if isinstance(item, Msg):
+                    answer = item
+                elif on_event is not None:
+                    on_event(item)
         finally:
             _REPLIES.reset(token)
+        if answer is None:
+            raise RuntimeError(f"a middleware of agent {self.name!r} swallowed the reply's answer")
+        return answer
 
-    async def _reply_impl(self, inputs: Msg | list[Msg] | None) -> Msg:
-        messages = _as_messages(inputs)
-        self.state.inputs = messages
-        self.context.extend(messages)
+    async def _reply_impl(self, inputs: Msg | list[Msg] | None) -> HookStream:
+        self.context.extend(_as_messages(inputs))
         tools = self.toolkit.schemas()
-        for _ in range(self.max_iters):
-            answer = await self._through("on_reasoning", {"tools": tools}, self._reasoning_impl)
-            if not answer.tool_calls:
-                return answer
+        # max_iters rounds with tools, then one without, so the model answers with what it has.
+        for round_ in range(self.max_iters + 1):
+            offered = tools if round_ < self.max_iters else []
+            answer: Msg | None = None
+            async for item in self._through(
+                "on_reasoning", {"tools": offered}, self._reasoning_impl
+            ):
+                if isinstance(item, Msg):
+                    answer = item
+                else:
+                    yield item
+            if answer is None:
+                raise RuntimeError(
+                    f"a middleware of agent {self.name!r} swallowed a reasoning step's answer"
+                )
+            # A middleware that took its blocks back (a one-shot hint) may leave this
+            # reply's own message empty: no turn for the model, no part of the conversation.
+            reply_id = self.state.reply_id
+            self.context[:] = [m for m in self.context if m.content or m.id != reply_id]
+            if not answer.tool_calls or round_ == self.max_iters:
+                yield answer
+                return
             results = [await self.toolkit.call(call) for call in answer.tool_calls]
             self.context.append(Msg(self.name, results, "assistant"))
             self.state.cur_iter += 1
-        return await self._through("on_reasoning", {"tools": []}, self._reasoning_impl)
 
-    async def _reasoning_impl(self, tools: list[dict[str, Any]]) -> Msg:
+    async def _reasoning_impl(self, tools: list[dict[str, Any]]) -> HookStream:
         system = [Msg("system", self.system_prompt, "system")] if self.system_prompt else []
         response = await self.model([*system, *self.context], tools=tools or None)
         answer = Msg(self.name, response.content, "assistant")
         self.context.append(answer)
-        return answer
+        yield answer
 
-    async def _through(
-        self, hook: str, kwargs: dict[str, Any], core: Callable[..., Awaitable[Msg]]
-    ) -> Msg:
-        """Run ``core`` inside every middleware's ``hook``, the first middleware outermost."""
+    def _through(
+        self, hook: str, kwargs: dict[str, Any], core: Callable[..., HookStream]
+    ) -> HookStream:
+        """``core``'s stream inside every middleware's ``hook``, the first middleware outermost."""
 
-        async def layer(index: int, current: dict[str, Any]) -> Msg:
+        def layer(index: int, current: dict[str, Any]) -> HookStream:
             if index == len(self.middlewares):
-                return await core(**current)
+                return core(**current)
 
-            async def next_handler(**overrides: Any) -> Msg:
-                return await layer(index + 1, {**current, **overrides})
+            def next_handler(**overrides: Any) -> HookStream:
+                return layer(index + 1, {**current, **overrides})
 
             middleware_hook = getattr(self.middlewares[index], hook)
-            result: Msg = await middleware_hook(self, dict(current), next_handler)
-            return result
+            stream: HookStream = middleware_hook(self, dict(current), next_handler)
+            return stream
 
-        return await layer(0, kwargs)
+        return layer(0, kwargs)
 
 
 def _as_messages(inputs: Msg | list[Msg] | None) -> list[Msg]:

@@ -1,30 +1,36 @@
-"""What an agent knows about the reply in progress, and the events a reply emits."""
+"""What an agent knows about the reply in progress."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
-from ..event import AgentEvent
 from ..message import Msg
-
-EventHandler = Callable[[AgentEvent], None]
 
 
 @dataclass
 class ReplyState:
-    """One reply's state.
+    """One reply's state, with AgentScope 2.x's names.
 
-    ``inputs`` are the messages the reply answers (set when the reply's core
-    starts, inside every ``on_reply``); ``cur_iter`` is 0 during the reply's
-    first reasoning step and grows by one per reasoning-acting round.
+    ``context`` is the agent's conversation (the same list as
+    ``agent.context``); ``cur_iter`` is 0 during the reply's first reasoning
+    step and grows by one per reasoning-acting round.
     """
 
     reply_id: str
-    on_event: EventHandler | None = None
-    inputs: list[Msg] = field(default_factory=list)
+    context: list[Msg]
     cur_iter: int = 0
 
-    def emit(self, event: AgentEvent) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
+    def append_context(self, name: str, blocks: list[Any]) -> None:
+        """Add ``blocks`` to this reply's own message (``id == reply_id``), creating it if the
+        conversation does not end with it, as AgentScope's ``AgentState.append_context``."""
+        last = self.context[-1] if self.context else None
+        if (
+            last is not None
+            and last.role == "assistant"
+            and last.name == name
+            and last.id == self.reply_id
+        ):
+            last.content.extend(blocks)
+        else:
+            self.context.append(Msg(name, blocks, "assistant", id=self.reply_id))

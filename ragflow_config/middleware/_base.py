@@ -2,41 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
 from .._component import Component
-from ..message import Msg
 from ..tool import ToolBase
 
 if TYPE_CHECKING:
     from ..agent import Agent
 
-NextHandler = Callable[..., Awaitable[Msg]]
+# What a hook yields and ``next_handler(**input_kwargs)`` returns, as in AgentScope 2.x:
+# an async generator of events, the step's message (``Msg``) among them.
+HookStream = AsyncGenerator[Any, None]
+NextHandler = Callable[..., HookStream]
 
 
 class MiddlewareBase(Component):
     """Wraps an agent's work. Every hook defaults to passing straight through.
 
-    A hook receives the agent, the keyword arguments of the step and
-    ``next_handler``; calling ``next_handler(**overrides)`` runs the inner
-    layers (with ``overrides`` merged into the arguments) and returns their
-    result. The first middleware in the agent's list is the outermost layer.
-    Per-reply data belongs in ``agent.state``, never on the middleware, which
-    may serve several agents and replies at once.
+    A hook is an async generator (AgentScope 2.x's protocol): it receives the
+    agent, the keyword arguments of the step and ``next_handler``, and
+    re-yields what ``next_handler(**input_kwargs)`` yields (the inner layers'
+    events and the step's ``Msg``), adding, changing or dropping items as it
+    likes. The first middleware in the agent's list is the outermost layer.
+    Per-reply data belongs in ``agent.state`` or under ``agent.state.reply_id``,
+    never in a plain attribute: one middleware may serve several agents and
+    replies at once.
     """
 
     async def on_reply(
         self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-    ) -> Msg:
+    ) -> HookStream:
         """Around one whole reply; ``input_kwargs`` is ``{"inputs": ...}``."""
-        return await next_handler()
+        async for item in next_handler(**input_kwargs):
+            yield item
 
     async def on_reasoning(
         self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-    ) -> Msg:
+    ) -> HookStream:
         """Around one model call; ``input_kwargs`` is ``{"tools": [...]}``, the tools offered."""
-        return await next_handler()
+        async for item in next_handler(**input_kwargs):
+            yield item
 
     async def list_tools(self) -> list[ToolBase]:
         """Tools this middleware offers; register them in the agent's ``Toolkit``."""

@@ -10,7 +10,7 @@ import pytest
 
 from ragflow_config.agent import Agent
 from ragflow_config.message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
-from ragflow_config.middleware import MiddlewareBase, NextHandler
+from ragflow_config.middleware import HookStream, MiddlewareBase, NextHandler
 from ragflow_config.model import ChatResponse, ScriptedChatModel
 from ragflow_config.tool import ToolBase, Toolkit
 
@@ -49,17 +49,18 @@ class Recorder(MiddlewareBase):
 
     async def on_reply(
         self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-    ) -> Msg:
+    ) -> HookStream:
         self.log.append(f"{self.label}: reply in")
-        answer = await next_handler()
+        async for item in next_handler(**input_kwargs):
+            yield item
         self.log.append(f"{self.label}: reply out")
-        return answer
 
     async def on_reasoning(
         self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-    ) -> Msg:
+    ) -> HookStream:
         self.log.append(f"{self.label}: step {agent.state.cur_iter}")
-        return await next_handler()
+        async for item in next_handler(**input_kwargs):
+            yield item
 
 
 async def test_tool_results_are_fed_back_until_the_model_answers():
@@ -145,9 +146,10 @@ async def test_a_middleware_can_override_the_step_arguments():
     class NoTools(MiddlewareBase):
         async def on_reasoning(
             self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-        ) -> Msg:
+        ) -> HookStream:
             assert input_kwargs == {"tools": [AddTool().schema()]}
-            return await next_handler(tools=[])
+            async for item in next_handler(tools=[]):
+                yield item
 
     model = ScriptedChatModel(["no tools for you"])
     await Agent("calc", "", model, Toolkit([AddTool()]), [NoTools()]).reply(Msg("a", "?", "user"))
@@ -162,14 +164,15 @@ async def test_state_is_per_reply_even_for_concurrent_replies_of_one_agent():
     class Remember(MiddlewareBase):
         async def on_reasoning(
             self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-        ) -> Msg:
-            question = agent.state.inputs[0].text
+        ) -> HookStream:
+            question = agent.state.context[-1].text
             seen[question] = agent.state.reply_id
             if len(seen) == 2:
                 release.set()
             await release.wait()
-            assert agent.state.inputs[0].text == question
-            return await next_handler()
+            assert seen[question] == agent.state.reply_id
+            async for item in next_handler(**input_kwargs):
+                yield item
 
     agent = Agent("bot", "", ScriptedChatModel(["a", "b"]), middlewares=[Remember()])
     await asyncio.gather(agent.reply(Msg("u", "one", "user")), agent.reply(Msg("u", "two", "user")))

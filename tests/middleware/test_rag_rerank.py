@@ -152,7 +152,10 @@ async def test_static_mode_reranks_with_the_reply_input(kb: KnowledgeBase):
 
     await Agent("hr-bot", "", model, middlewares=[middleware]).reply(Msg("alice", QUERY, "user"))
 
-    assert f"<user-query>\n{QUERY}\n</user-query>" in reranker.calls[0].messages[0].content[0].text
+    assert (
+        f"<user-query>\nalice: {QUERY}\n</user-query>"
+        in reranker.calls[0].messages[0].content[0].text
+    )
     [hint] = [b for m in model.calls[0].messages for b in m.content if isinstance(b, HintBlock)]
     assert f"[1] (source: {candidates[1]})" in str(hint.hint)
 

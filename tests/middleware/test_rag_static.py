@@ -75,7 +75,7 @@ async def test_hint_reaches_the_first_step_only_and_is_removed_after_it(hr_kb: K
     assert [(m.role, m.name) for m in first.messages] == [
         ("system", "system"),
         ("user", "alice"),
-        ("user", "RAGMiddleware"),
+        ("assistant", "hr-bot"),  # the reply's own message, as AgentScope; sent as a user turn
     ]
     [hint] = hints(first.messages)
     assert hint.hint == PTO_HINT
@@ -84,6 +84,7 @@ async def test_hint_reaches_the_first_step_only_and_is_removed_after_it(hr_kb: K
     assert hints(second.messages) == []
     assert isinstance(second.messages[-1].content[0], ToolResultBlock)
     assert hints(agent.context) == []
+    assert all(message.content for message in agent.context)  # no emptied carrier left behind
 
 
 async def test_every_reply_retrieves_again_for_its_own_input(hr_kb: KnowledgeBase):
@@ -171,7 +172,7 @@ async def test_queries_are_text_and_data_blocks_never_tool_or_hint_blocks(make_k
     await Agent("hr-bot", "", model, middlewares=[static(kb, top_k=1)]).reply(forwarded)
 
     # One text query per message; the image is dropped by the text-only model, not sent.
-    assert embedder.seen == ["Paid time off days?\nFor 2024."]
+    assert embedder.seen == ["planner: Paid time off days?\nFor 2024."]
     assert len(hints(model.calls[0].messages)) == 2  # the forwarded hint and the new one
 
 

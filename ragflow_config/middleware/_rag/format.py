@@ -8,13 +8,15 @@ from ...message import DataBlock, Msg, TextBlock
 from ...rag import VectorSearchResult
 from .parameters import split_template
 
-Query = str | DataBlock
+Query = str | TextBlock | DataBlock
 Blocks = list[TextBlock | DataBlock]
 
 
 def queries_from(messages: Sequence[Msg]) -> list[Query]:
-    """One text query per message (its text blocks joined), plus each data block.
+    """Per message, one text query ``<name>: <its texts, a line each>``, then each data block.
 
+    The speaker's name leads the text as in AgentScope; a message's texts make
+    one query (one message, one vector: what AgentScope's code means to do).
     Thinking, tool and hint blocks are never queries: they are not what the
     user asked, and embedding models cannot take them.
     """
@@ -22,7 +24,7 @@ def queries_from(messages: Sequence[Msg]) -> list[Query]:
     for message in messages:
         texts = [b.text for b in message.content if isinstance(b, TextBlock) and b.text.strip()]
         if texts:
-            queries.append("\n".join(texts))
+            queries.append(TextBlock(text=f"{message.name}: " + "\n".join(texts)))
         queries.extend(b for b in message.content if isinstance(b, DataBlock))
     return queries
 

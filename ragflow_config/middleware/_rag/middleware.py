@@ -13,7 +13,7 @@ from ...message import HintBlock, Msg
 from ...model import ChatModelBase
 from ...rag import KnowledgeBase, VectorSearchResult
 from ...tool import ToolBase
-from .._base import MiddlewareBase, NextHandler
+from .._base import HookStream, MiddlewareBase, NextHandler
 from .format import Query, format_results, queries_from, wrap_hint
 from .parameters import RAGParameters
 from .rerank import rerank
@@ -40,7 +40,7 @@ class RAGMiddleware(MiddlewareBase):
     may use different embedding models: their rankings are merged by
     reciprocal rank fusion, never by raw score. With a ``rerank_model`` each
     search pulls ``rerank_candidate_k`` candidates and the model keeps
-    ``top_k``. The middleware keeps no per-reply state, so one instance can
+    ``top_k``. Its per-reply data is kept by reply id, so one instance can
     serve many agents and concurrent replies.
     """
 
@@ -63,6 +63,9 @@ class RAGMiddleware(MiddlewareBase):
             )
         self.knowledge_bases = tuple(knowledge_bases)
         self.rerank_model = rerank_model
+        # The queries of each reply in progress, by reply id: replies of
+        # several agents may run through this one middleware at once.
+        self._queries: dict[str, list[Query]] = {}
 
     async def list_tools(self) -> list[ToolBase]:
         if self.parameters.mode != "agentic":
@@ -90,32 +93,67 @@ class RAGMiddleware(MiddlewareBase):
             self.rerank_model, queries, candidates, top_k=p.top_k, prompt=p.rerank_prompt
         )
 
+    async def on_reply(
+        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+    ) -> HookStream:
+        """Note the reply's queries (static mode searches with them), under its ``reply_id``."""
+        inputs = input_kwargs.get("inputs")
+        if isinstance(inputs, Msg):
+            inputs = [inputs]
+        # Anything but messages (a resumption event, None) means no search.
+        messages = (
+            inputs if isinstance(inputs, list) and all(isinstance(m, Msg) for m in inputs) else []
+        )
+        reply_id = agent.state.reply_id
+        self._queries[reply_id] = queries_from(messages)
+        try:
+            async for item in next_handler(**input_kwargs):
+                yield item
+        finally:
+            self._queries.pop(reply_id, None)
+
     async def on_reasoning(
         self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
-    ) -> Msg:
+    ) -> HookStream:
+        """In static mode, before the reply's first step: the hint, and its event if asked."""
         p = self.parameters
         state = agent.state
-        if p.mode != "static" or state.cur_iter != 0:
-            return await next_handler()
-        queries = queries_from(state.inputs)
+        queries = (
+            self._queries.get(state.reply_id)
+            if p.mode == "static" and state.cur_iter == 0
+            else None
+        )
+        hint: HintBlock | None = None
         try:
-            hits = await self.retrieve(queries) if queries else []
-        except Exception:
-            logger.exception("static retrieval failed; reasoning without retrieved context")
-            hits = []
-        if not hits:
-            return await next_handler()
-        hint = HintBlock(hint=wrap_hint(p.hint_template, format_results(hits)), source=HINT_SOURCE)
-        carrier = Msg(type(self).__name__, [hint], "user")
-        agent.context.append(carrier)
-        if p.emit_hint_event:
-            state.emit(
-                HintBlockEvent(
-                    reply_id=state.reply_id, block_id=hint.id, source=hint.source, hint=hint.hint
-                )
-            )
-        try:
-            return await next_handler()
+            if queries:
+                try:
+                    hits = await self.retrieve(queries)
+                except Exception:
+                    logger.exception("static retrieval failed; reasoning without retrieved context")
+                    hits = []
+                if hits:
+                    hint = HintBlock(
+                        hint=wrap_hint(p.hint_template, format_results(hits)), source=HINT_SOURCE
+                    )
+                    # On the reply's own message, as AgentScope; formats send a hint as a user turn.
+                    state.append_context(agent.name, [hint])
+                    if p.emit_hint_event:
+                        yield HintBlockEvent(
+                            reply_id=state.reply_id,
+                            block_id=hint.id,
+                            source=hint.source,
+                            hint=hint.hint,
+                        )
+            async for item in next_handler(**input_kwargs):
+                yield item
         finally:
-            if not p.persist_hint:
-                agent.context[:] = [message for message in agent.context if message is not carrier]
+            if hint is not None and not p.persist_hint:
+                _remove_block(state.context, state.reply_id, hint.id)
+
+
+def _remove_block(context: list[Msg], message_id: str, block_id: str) -> None:
+    """Drop the block from the latest message ``message_id`` (the message may stay, empty)."""
+    for message in reversed(context):
+        if message.id == message_id:
+            message.content = [block for block in message.content if block.id != block_id]
+            return

@@ -52,9 +52,7 @@ async def rerank(
         queries,
         by_label,
         readable,
-        prompt.format(
-            query="\n".join(query for query in queries if isinstance(query, str)), top_k=final
-        ),
+        prompt.format(query="\n".join(_texts(queries)), top_k=final),
     )
     try:
         answer = await model.generate_structured_output([request], RerankAnswer)
@@ -104,3 +102,7 @@ def _label(raw: str | int) -> str:
     """``"c3"``, ``" C3 "``, ``3`` and ``"3"`` all name candidate c3."""
     label = str(raw).strip().lower()
     return f"c{int(label)}" if label.isdigit() else label
+
+
+def _texts(queries: Sequence[Query]) -> list[str]:
+    return [q if isinstance(q, str) else q.text for q in queries if not isinstance(q, DataBlock)]
