@@ -8,51 +8,22 @@ chunk texts, payloads and vectors.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import textwrap
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from incremental._corpus import write_corpus
 
+from executors._parsers import HangingTextParser, WorkerKillingTextParser
 from ragflow_config.cli import main
 from ragflow_config.executors.base import time_limit_reason
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions, RunReport
-from ragflow_config.rag import Section, TextParser
 
 REPO = Path(__file__).resolve().parents[2]
 HOWTO = REPO / "pipelines" / "corpus" / "howto"  # tests/backends's corpus
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
-
-
-class HangingTextParser(TextParser):
-    """Never returns for a file named ``hang.txt``: a pathological document."""
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        if filename.endswith("hang.txt"):
-            threading.Event().wait()
-        return await super().parse(file, filename)
-
-
-class WorkerKillingTextParser(TextParser):
-    """The first time it meets ``victim.md``, kills the Ray worker it runs in (an OOM kill, say).
-
-    The file's last line names a marker file that records the kill (the workers
-    share no memory with the test): the task's retry then parses normally.
-    """
-
-    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
-        if filename.endswith("victim.md"):
-            assert isinstance(file, bytes)
-            marker = Path(file.decode().splitlines()[-1])
-            if not marker.exists():
-                marker.write_text(str(os.getpid()))
-                os.kill(os.getpid(), signal.SIGKILL)
-        return await super().parse(file, filename)
 
 
 @pytest.fixture
