@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
 import uuid
 from pathlib import Path
 
@@ -146,3 +147,59 @@ def test_a_kill_inside_a_write_then_the_old_content_is_repaired(
     assert actions == {"handbook.md": "repair", "small.md": "unchanged"}
     assert asyncio.run(stored_chunks(pipeline)) == before
     assert main(["verify", str(plain)]) == 0
+
+
+async def stored_vectors(pipeline: Pipeline) -> dict[str, dict[int, tuple[str, list[float]]]]:
+    """Every stored chunk's text and vector, by source and chunk index."""
+    async with pipeline.build() as built:
+        kb = built.knowledge_bases["docs"]
+        return {
+            summary.source: {
+                chunk.chunk_index: (chunk.content.text, vector)  # type: ignore[union-attr]
+                for chunk, vector in await kb.document_vectors(summary.document_id)
+            }
+            for summary in await kb.list_documents()
+        }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", ["pgvector", "qdrant"])
+def test_a_kill_inside_a_write_that_reuses_vectors_converges_like_a_fresh_run(
+    tmp_path: Path,
+    plugin_path: Path,
+    store: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The killed write took the unchanged chunks' vectors from the stored version, and the
+    repairing run takes them from what the killed one left: the result is the fresh run's."""
+    if store == "pgvector":
+        monkeypatch.setenv("PGVECTOR_DSN", request.getfixturevalue("pgvector_dsn"))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    handbook = corpus / "handbook.md"
+    handbook.write_text(long_text(1), encoding="utf-8")
+    killing, plain = write_pipelines(tmp_path, store)
+    pipeline = Pipeline.load(plain)
+    asyncio.run(pipeline.run(options=RunOptions(workers=0)))
+    before = asyncio.run(stored_vectors(pipeline))["handbook.md"]
+
+    paragraphs = long_text(1).split("\n\n")
+    paragraphs.insert(len(paragraphs) // 2, long_text(2).split("\n\n")[3])
+    handbook.write_text("\n\n".join(paragraphs), encoding="utf-8")
+    run_killed(killing, plugin_path)
+    report = asyncio.run(pipeline.run(options=RunOptions(workers=0)))
+    assert [change.action for change in report.knowledge_bases[0].changes] == ["repair"]
+
+    fresh_folder = tmp_path / "fresh"
+    shutil.copytree(corpus, fresh_folder / "corpus")
+    fresh = Pipeline.load(write_pipelines(fresh_folder, store)[1])
+    asyncio.run(fresh.run(options=RunOptions(workers=0)))
+    after = asyncio.run(stored_vectors(pipeline))["handbook.md"]
+    expected = asyncio.run(stored_vectors(fresh))["handbook.md"]
+    assert after.keys() == expected.keys()
+    for index, (text, vector) in expected.items():
+        assert after[index][0] == text
+        assert after[index][1] == pytest.approx(vector, abs=1e-6)
+    kept = {text for text, _ in before.values()} & {text for text, _ in after.values()}
+    assert len(kept) >= 8  # chunks that kept their text: there was something to reuse
