@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..event import AgentEvent
-from ..message import Msg
+from ..message import Msg, ToolCallState
 from ..middleware._base import HookStream, MiddlewareBase
 from ..model import ChatModelBase
 from ..tool import Toolkit
@@ -107,7 +107,10 @@ class Agent:
             if not answer.tool_calls or round_ == self.max_iters:
                 yield answer
                 return
-            results = [await self.toolkit.call(call) for call in answer.tool_calls]
+            results = []
+            for call in answer.tool_calls:
+                results.append(await self.toolkit.call(call))
+                call.state = ToolCallState.FINISHED
             self.context.append(Msg(self.name, results, "assistant"))
             self.state.cur_iter += 1
 

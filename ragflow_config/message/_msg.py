@@ -65,12 +65,18 @@ class HintBlock(BaseModel):
 
 
 class ToolCallBlock(BaseModel):
-    """A model's request to run a tool; ``arguments`` is the JSON text as the model sent it."""
+    """A model's request to run a tool; ``input`` is the JSON text as the model sent it.
+
+    ``state`` is AgentScope's: this package's agent moves it from ``pending``
+    to ``finished`` once the tool has run (it asks no permission, so never
+    ``asking``, ``allowed`` or ``submitted``).
+    """
 
     type: Literal["tool_call"] = "tool_call"
     id: str
     name: str
-    arguments: str = "{}"
+    input: str
+    state: ToolCallState = ToolCallState.PENDING
     created_at: str = Field(default_factory=_now)
     finished_at: str | None = None
 
@@ -82,7 +88,8 @@ class ToolResultBlock(BaseModel):
     id: str
     name: str
     output: list[Annotated[TextBlock | DataBlock, Field(discriminator="type")]]
-    is_error: bool = False
+    state: ToolResultState = ToolResultState.RUNNING
+    metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: str = Field(default_factory=_now)
     finished_at: str | None = None
 

@@ -104,7 +104,7 @@ def _wire_tool_call(call: ToolCallBlock) -> dict[str, Any]:
     return {
         "id": call.id,
         "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
+        "function": {"name": call.name, "arguments": call.input},
     }
 
 
@@ -144,9 +144,7 @@ class WireResponse(BaseModel):
                 ToolCallBlock(
                     id=call.id or f"call_{uuid.uuid4().hex}",
                     name=call.function.name,
-                    arguments=arguments
-                    if isinstance(arguments, str)
-                    else json.dumps(arguments or {}),
+                    input=arguments if isinstance(arguments, str) else json.dumps(arguments or {}),
                 )
             )
         return blocks

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from ..message import TextBlock, ToolCallBlock, ToolResultBlock
+from ..message import TextBlock, ToolCallBlock, ToolResultBlock, ToolResultState
 from ._base import ToolBase
 
 logger = logging.getLogger("ragflow_config.tool")
@@ -43,7 +43,7 @@ class Toolkit:
             known = ", ".join(self._tools) or "none"
             return _error(request, f"Unknown tool {request.name!r} (available: {known}).")
         try:
-            arguments = json.loads(request.arguments or "{}")
+            arguments = json.loads(request.input or "{}")
         except json.JSONDecodeError as exc:
             return _error(request, f"Arguments for tool {tool.name} are not valid JSON: {exc}.")
         problem = jsonschema.exceptions.best_match(
@@ -60,10 +60,15 @@ class Toolkit:
         except Exception as exc:
             logger.exception("tool %s failed", tool.name)
             return _error(request, f"Tool {tool.name} failed: {exc}")
-        return ToolResultBlock(id=request.id, name=request.name, output=output)
+        return ToolResultBlock(
+            id=request.id, name=request.name, output=output, state=ToolResultState.SUCCESS
+        )
 
 
 def _error(request: ToolCallBlock, message: str) -> ToolResultBlock:
     return ToolResultBlock(
-        id=request.id, name=request.name, output=[TextBlock(text=message)], is_error=True
+        id=request.id,
+        name=request.name,
+        output=[TextBlock(text=message)],
+        state=ToolResultState.ERROR,
     )

@@ -34,7 +34,7 @@ def _is_timestamp(value: object) -> bool:
         TextBlock(text="a"),
         DataBlock(source=Base64Source(data="aGk=", media_type="image/png")),
         ThinkingBlock(thinking="hm"),
-        ToolCallBlock(id="c1", name="t"),
+        ToolCallBlock(id="c1", name="t", input="{}"),
         ToolResultBlock(id="c1", name="t", output=[]),
     ],
     ids=lambda block: block.type,

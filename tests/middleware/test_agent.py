@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from ragflow_config.agent import Agent
-from ragflow_config.message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
+from ragflow_config.message import (
+    DataBlock,
+    Msg,
+    TextBlock,
+    ToolCallBlock,
+    ToolCallState,
+    ToolResultBlock,
+    ToolResultState,
+)
 from ragflow_config.middleware import HookStream, MiddlewareBase, NextHandler
 from ragflow_config.model import ChatResponse, ScriptedChatModel
 from ragflow_config.tool import ToolBase, Toolkit
@@ -33,7 +41,7 @@ class AddTool(ToolBase):
 def calls(*requests: tuple[str, str]) -> ChatResponse:
     return ChatResponse(
         content=[
-            ToolCallBlock(id=f"call_{number}", name=name, arguments=arguments)
+            ToolCallBlock(id=f"call_{number}", name=name, input=arguments)
             for number, (name, arguments) in enumerate(requests)
         ]
     )
@@ -73,10 +81,11 @@ async def test_tool_results_are_fed_back_until_the_model_answers():
     assert model.calls[0].tools == [AddTool().schema()]
     assert [m.role for m in model.calls[0].messages] == ["system", "user"]
     request, results = model.calls[1].messages[2:]
-    assert request.tool_calls[0].arguments == '{"a": 2, "b": 3}'
+    assert request.tool_calls[0].input == '{"a": 2, "b": 3}'
+    assert request.tool_calls[0].state == ToolCallState.FINISHED
     [result] = results.content
     assert isinstance(result, ToolResultBlock)
-    assert (result.id, result.name, result.is_error) == ("call_0", "add", False)
+    assert (result.id, result.name, result.state) == ("call_0", "add", ToolResultState.SUCCESS)
     assert [block.text for block in result.output if isinstance(block, TextBlock)] == ["5"]
     assert agent.context[-1] is answer
 
@@ -100,7 +109,7 @@ async def test_a_bad_tool_call_is_an_error_result_not_a_crash(
 
     [result] = model.calls[1].messages[-1].content
     assert isinstance(result, ToolResultBlock)
-    assert result.is_error
+    assert result.state == ToolResultState.ERROR
     assert result.output[0].text.startswith(message)
 
 
@@ -184,7 +193,7 @@ async def test_state_is_per_reply_even_for_concurrent_replies_of_one_agent():
 
 def test_messages_check_their_blocks_against_the_role():
     with pytest.raises(ValueError, match="a user message cannot carry a tool_call block"):
-        Msg("alice", [ToolCallBlock(id="1", name="add")], "user")
+        Msg("alice", [ToolCallBlock(id="1", name="add", input="{}")], "user")
     with pytest.raises(ValueError, match="a system message cannot carry a data block"):
         Msg("system", [DataBlock.from_bytes(b"x", "image/png")], "system")
     assert Msg("alice", "hi", "user").content[0].text == "hi"

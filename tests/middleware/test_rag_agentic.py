@@ -9,7 +9,14 @@ import pytest
 
 from ragflow_config.agent import Agent
 from ragflow_config.embedding import HashingEmbeddingModel
-from ragflow_config.message import HintBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
+from ragflow_config.message import (
+    HintBlock,
+    Msg,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolResultState,
+)
 from ragflow_config.middleware import RAGMiddleware
 from ragflow_config.model import ChatResponse, ScriptedChatModel
 from ragflow_config.rag import Chunk, KnowledgeBase, QdrantStore
@@ -21,9 +28,7 @@ from .conftest import HR_DOCUMENTS, MakeKB
 def search(arguments: dict[str, Any], call_id: str = "call_1") -> ChatResponse:
     """A model answer that calls search_knowledge."""
     return ChatResponse(
-        content=[
-            ToolCallBlock(id=call_id, name="search_knowledge", arguments=json.dumps(arguments))
-        ]
+        content=[ToolCallBlock(id=call_id, name="search_knowledge", input=json.dumps(arguments))]
     )
 
 
@@ -83,7 +88,11 @@ async def test_tool_output_reaches_the_model_in_the_reference_format(hr_kb: Know
 
     assert answer.text == "25 days."
     [result] = tool_results(model.calls[1].messages)
-    assert (result.id, result.name, result.is_error) == ("call_1", "search_knowledge", False)
+    assert (result.id, result.name, result.state) == (
+        "call_1",
+        "search_knowledge",
+        ToolResultState.SUCCESS,
+    )
     [text] = result.output
     assert text.text.startswith(
         "[1] (source: pto.md)\nEmployees receive 25 days of paid time off per year.\n\n[2] (source: "
@@ -118,12 +127,12 @@ async def test_an_unknown_knowledge_base_is_an_error_the_model_reads(hr_kb: Know
 
     assert answer.text == "25 days."
     failed, succeeded = tool_results(model.calls[2].messages)
-    assert failed.is_error
+    assert failed.state == ToolResultState.ERROR
     assert failed.output[0].text == (
         "Input validation failed for tool search_knowledge at knowledge_bases/0: "
         "'finance' is not one of ['hr']"
     )
-    assert not succeeded.is_error
+    assert succeeded.state == ToolResultState.SUCCESS
     assert "(source: pto.md)" in succeeded.output[0].text
 
 

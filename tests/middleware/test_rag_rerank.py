@@ -51,9 +51,7 @@ async def test_the_rerank_model_reorders_what_the_agent_sees(kb: KnowledgeBase):
         rerank_model=reranker,
         parameters=RAGMiddleware.Parameters(top_k=2, rerank_candidate_k=4),
     )
-    call = ToolCallBlock(
-        id="call_1", name="search_knowledge", arguments=json.dumps({"query": QUERY})
-    )
+    call = ToolCallBlock(id="call_1", name="search_knowledge", input=json.dumps({"query": QUERY}))
     model = ScriptedChatModel([ChatResponse(content=[call]), "Done."])
     agent = Agent("hr-bot", "", model, Toolkit(await middleware.list_tools()), [middleware])
 

@@ -45,7 +45,7 @@ class ClockTool(ToolBase):
 
 
 def clock_call() -> ChatResponse:
-    return ChatResponse(content=[ToolCallBlock(id="call_clock", name="clock")])
+    return ChatResponse(content=[ToolCallBlock(id="call_clock", name="clock", input="{}")])
 
 
 def hints(messages: list[Msg]) -> list[HintBlock]:
@@ -159,7 +159,7 @@ async def test_queries_are_text_and_data_blocks_never_tool_or_hint_blocks(make_k
         [
             TextBlock(text="   "),
             TextBlock(text="Paid time off days?"),
-            ToolCallBlock(id="c1", name="lookup", arguments='{"secret": "tool arguments"}'),
+            ToolCallBlock(id="c1", name="lookup", input='{"secret": "tool arguments"}'),
             ToolResultBlock(id="c1", name="lookup", output=[TextBlock(text="tool output")]),
             HintBlock(hint="an earlier hint"),
             TextBlock(text="For 2024."),

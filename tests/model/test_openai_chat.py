@@ -218,7 +218,7 @@ async def test_tool_arguments_sent_as_an_object_and_missing_ids_are_accepted(
 
     [call] = response.content
     assert call.type == "tool_call"
-    assert json.loads(call.arguments) == {"query": "x"}
+    assert json.loads(call.input) == {"query": "x"}
     assert call.id.startswith("call_")
 
 

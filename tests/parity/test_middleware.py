@@ -198,7 +198,7 @@ async def test_the_tool_through_both_agents(knowledge_bases: tuple[list, list]) 
         [
             ChatResponse(
                 content=[
-                    our_message.ToolCallBlock(id="c1", name="search_knowledge", arguments=arguments)
+                    our_message.ToolCallBlock(id="c1", name="search_knowledge", input=arguments)
                 ]
             ),
             "25 days.",
