@@ -19,7 +19,7 @@ from ragflow_config.message import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from ragflow_config.middleware import RAGMiddleware
+from ragflow_config.middleware import HookStream, MiddlewareBase, NextHandler, RAGMiddleware
 from ragflow_config.model import ChatResponse, ScriptedChatModel
 from ragflow_config.rag import KnowledgeBase, QdrantStore
 from ragflow_config.tool import ToolBase, Toolkit
@@ -140,6 +140,19 @@ async def test_hint_event_is_emitted_only_when_asked(hr_kb: KnowledgeBase):
     )
 
 
+async def test_the_hint_event_comes_before_the_step_it_is_for(hr_kb: KnowledgeBase):
+    model = ScriptedChatModel(["25 days."])
+    model_calls_at_event: list[int] = []
+    agent = Agent("a", "", model, middlewares=[static(hr_kb, top_k=1)])
+
+    await agent.reply(
+        Msg("alice", "How many days of paid time off?", "user"),
+        on_event=lambda event: model_calls_at_event.append(len(model.calls)),
+    )
+
+    assert model_calls_at_event == [0]  # a frontend shows the snippets while the model works
+
+
 async def test_queries_are_text_and_data_blocks_never_tool_or_hint_blocks(make_kb: MakeKB):
     class RecordingHashing(HashingEmbeddingModel):
         seen: list[str]
@@ -231,14 +244,35 @@ class GatedModel(ScriptedChatModel):
         return response
 
 
+class GateBeforeReasoning(MiddlewareBase):
+    """Holds every reply between its start and its first step until all have started."""
+
+    def __init__(self, replies: int) -> None:
+        super().__init__()
+        self.waiting = replies
+        self.open = asyncio.Event()
+
+    async def on_reasoning(
+        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+    ) -> HookStream:
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.open.set()
+        await self.open.wait()
+        async for item in next_handler(**input_kwargs):
+            yield item
+
+
 async def test_one_instance_serves_concurrent_replies_without_mixing_queries(
     hr_kb: KnowledgeBase, it_kb: KnowledgeBase
 ):
     shared = RAGMiddleware([hr_kb, it_kb], RAGMiddleware.Parameters(mode="static", top_k=1))
     gate: dict[str, Any] = {"waiting": 2, "open": asyncio.Event()}
     hr_model, it_model = GatedModel(gate, "hr answer"), GatedModel(gate, "it answer")
-    hr_agent = Agent("hr", "", hr_model, middlewares=[shared])
-    it_agent = Agent("it", "", it_model, middlewares=[shared])
+    # Both replies have noted their queries before either searches (AgentScope's §9.13 race).
+    both_started = GateBeforeReasoning(2)
+    hr_agent = Agent("hr", "", hr_model, middlewares=[both_started, shared])
+    it_agent = Agent("it", "", it_model, middlewares=[both_started, shared])
 
     await asyncio.gather(
         hr_agent.reply(Msg("alice", "How many days of paid time off per year?", "user")),
