@@ -15,8 +15,10 @@ first (best) hit, so several chunks of one file count once. A hit is relevant
 when its source is judged and, if the judgement names passages, its text
 contains one of them (case-insensitive, whitespace-normalised); when a
 source's first hit is not relevant but a later one is, the later hit is
-listed too, at its own rank. The ranking is cut at ``k``; the search asks for
-``4 * k`` hits, and more (up to 1000) while fewer than ``k`` sources came back.
+listed too, at its own rank. The ranking runs to ``depth`` sources (default
+1000, trec_eval's number of hits; the search asks for ``4 * depth`` hits);
+every metric but ``map_uncut`` reads only its top ``k``, and results keep
+the top ``k``.
 
 Metrics
 -------
@@ -32,6 +34,8 @@ and R relevant sources:
 - ``map@k`` = average precision over the top k, trec_eval's ``map_cut_k``:
   the sum of precision@i at each rank i <= k holding a relevant source,
   divided by R (not by min(k, R)), so relevant sources below k add 0.
+- ``map_uncut`` = the same over the whole ranking (``depth`` sources),
+  trec_eval's ``map``; the figure IR papers quote as MAP.
 - ``ndcg@k`` = DCG@k / IDCG@k with **linear gain**, trec_eval's
   ``ndcg_cut_k``: DCG@k = sum over i <= k of g_i / log2(i + 1), and IDCG@k
   the DCG of the judged grades sorted best first (the ideal ranking).

@@ -11,10 +11,10 @@ from ._queries import JudgedQuery
 from ._ranking import rank_sources
 from ._results import EvaluationResult, QueryResult, RankedSource
 
+DEPTH = 1000
+"""Sources ranked per query for the uncut metrics: trec_eval's default number of hits."""
 # Hits asked for per wanted source; a source usually has several chunks among the hits.
 _HITS_PER_SOURCE = 4
-# Never ask for more hits than this, even when a few sources fill the whole list.
-_MAX_HITS = 1000
 
 
 async def evaluate(
@@ -23,21 +23,27 @@ async def evaluate(
     k: int,
     *,
     concurrency: int = 4,
+    depth: int = DEPTH,
 ) -> EvaluationResult:
-    """Search with every query and score the top ``k`` distinct sources against its judgements.
+    """Search with every query and score its ranking of distinct sources against its judgements.
+
+    The ranking holds up to ``depth`` sources: metrics cut at ``k`` read its
+    top ``k``, ``map_uncut`` reads it all; results keep the top ``k``.
 
     Queries run ``concurrency`` at a time; the first failure (an unreachable
     store, a failing embedding model) cancels the others and propagates.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    if depth < k:
+        raise ValueError(f"depth must be at least k = {k}, got {depth}")
     if not queries:
         raise ValueError("no queries to evaluate")
     limit = asyncio.Semaphore(concurrency)
 
     async def run(query: JudgedQuery) -> QueryResult:
         async with limit:
-            ranking = await _ranking(knowledge_base, query, k)
+            ranking = await _ranking(knowledge_base, query, depth)
         grades = [entry.grade for entry in ranking]
         judged = [judgement.grade for judgement in query.relevant]
         return QueryResult(
@@ -45,7 +51,7 @@ async def evaluate(
             query=query.query,
             relevant_count=len(query.relevant),
             metrics=score_ranking(grades, judged, k),
-            ranking=ranking,
+            ranking=ranking[:k],
         )
 
     tasks = [asyncio.ensure_future(run(query)) for query in queries]
@@ -61,12 +67,9 @@ async def evaluate(
     )
 
 
-async def _ranking(knowledge_base: KnowledgeBase, query: JudgedQuery, k: int) -> list[RankedSource]:
-    """Ask for more hits until ``k`` sources are ranked or the knowledge base runs out."""
-    wanted = min(_HITS_PER_SOURCE * k, _MAX_HITS)
-    while True:
-        hits = await knowledge_base.search([query.query], top_k=wanted)
-        ranking = rank_sources(hits, query.relevant, k)
-        if len(ranking) == k or len(hits) < wanted or wanted == _MAX_HITS:
-            return ranking
-        wanted = min(wanted * _HITS_PER_SOURCE, _MAX_HITS)
+async def _ranking(
+    knowledge_base: KnowledgeBase, query: JudgedQuery, depth: int
+) -> list[RankedSource]:
+    """The first ``depth`` sources of one search, or fewer when its hits hold fewer."""
+    hits = await knowledge_base.search([query.query], top_k=_HITS_PER_SOURCE * depth)
+    return rank_sources(hits, query.relevant, depth)

@@ -102,6 +102,15 @@ class EvaluationThresholds(_Strict):
         le=1,
         description="Minimum mean average precision over the top k (trec_eval's map_cut_k).",
     )
+    map_uncut: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "Minimum mean average precision over the whole ranking, its first 1,000 sources "
+            "(trec_eval's map)."
+        ),
+    )
     ndcg: float | None = Field(
         default=None,
         ge=0,

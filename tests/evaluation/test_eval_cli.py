@@ -142,7 +142,7 @@ def test_a_comparison_reports_each_metric_of_both_pipelines_and_their_difference
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "3 queries, k = 2"
     assert lines[1].split() == ["metric", str(whole), str(no_tea), "difference", "p"]
-    rows = {line.split()[0]: line.split()[1:] for line in lines[2:9]}
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:10]}
     # whole, k = 2: q1 [cats, -], q2 [dogs, tea], q3 [tea, -]: all found at rank 1.
     # no-tea: q1 [cats, -]; q2 [dogs, cats]: half its relevant files; q3 nothing relevant.
     # ndcg of q2 without tea: (1/log2 2) / (1/log2 2 + 1/log2 3) = 0.6131 (grade 1: both gains).
@@ -155,11 +155,13 @@ def test_a_comparison_reports_each_metric_of_both_pipelines_and_their_difference
         "precision@2": ["0.6667", "0.3333", "-0.3333", "0.5000"],
         "mrr@2": ["1.0000", "0.6667", "-0.3333", "1.0000"],  # only q3 differs
         "map@2": ["1.0000", "0.5000", "-0.5000", "0.5000"],  # (1 + 0.5 + 0) / 3
+        # The whole ranking adds nothing: without tea.md, q2's other relevant file is never found.
+        "map_uncut": ["1.0000", "0.5000", "-0.5000", "0.5000"],
         "ndcg@2": ["1.0000", "0.5377", "-0.4623", "0.5000"],  # (1 + 0.6131 + 0) / 3
         "ndcg_exp@2": ["1.0000", "0.5377", "-0.4623", "0.5000"],
         "hit_rate@2": ["1.0000", "0.6667", "-0.3333", "1.0000"],
     }
-    assert lines[9] == (
+    assert lines[10] == (
         "p: paired randomisation test, two-sided, exact over all 8 sign patterns; * p < 0.05"
     )
 
@@ -177,6 +179,7 @@ def test_a_comparison_reports_each_metric_of_both_pipelines_and_their_difference
         "precision",
         "mrr",
         "map",
+        "map_uncut",
         "ndcg",
         "ndcg_exp",
         "hit_rate",

@@ -97,12 +97,14 @@ async def test_metrics_of_known_rankings(knowledge_base: KnowledgeBase) -> None:
             "precision": 2 / 3,
             "mrr": 1,
             "map": 1,
+            "map_uncut": 1,
             "ndcg": 1,
             "ndcg_exp": 1,
             "hit_rate": 1,
         }
     )
-    # dogs: recall 1/2, precision 1/3, mrr 1, AP (1/1) / 2 = 1/2, grades 1 so both
+    # dogs: recall 1/2, precision 1/3, mrr 1, AP (1/1) / 2 = 1/2; over the whole ranking
+    # parrots.txt comes fifth (last): uncut AP (1/1 + 2/5) / 2 = 0.7; grades 1 so both
     # ndcg = (1/log2 2) / (1/log2 2 + 1/log2 3) = 1 / 1.63093 = 0.61315, hit 1.
     dogs_ndcg = 1 / (1 + 1 / math.log2(3))
     assert rows["dogs"].metrics == pytest.approx(
@@ -111,6 +113,7 @@ async def test_metrics_of_known_rankings(knowledge_base: KnowledgeBase) -> None:
             "precision": 1 / 3,
             "mrr": 1,
             "map": 0.5,
+            "map_uncut": 0.7,
             "ndcg": dogs_ndcg,
             "ndcg_exp": dogs_ndcg,
             "hit_rate": 1,
@@ -123,6 +126,7 @@ async def test_metrics_of_known_rankings(knowledge_base: KnowledgeBase) -> None:
             "precision": 1 / 3,
             "mrr": 1,
             "map": 1,
+            "map_uncut": 1,
             "ndcg": 1,
             "ndcg_exp": 1,
             "hit_rate": 1,
@@ -138,6 +142,7 @@ async def test_metrics_of_known_rankings(knowledge_base: KnowledgeBase) -> None:
             "precision": (2 / 3 + 1 / 3 + 1 / 3 + 0) / 4,  # 1/3
             "mrr": (1 + 1 + 1 + 0) / 4,  # 0.75
             "map": (1 + 0.5 + 1 + 0) / 4,  # 0.625
+            "map_uncut": (1 + 0.7 + 1 + 0) / 4,  # 0.675
             "ndcg": (1 + dogs_ndcg + 1 + 0) / 4,  # 0.65329
             "ndcg_exp": (1 + dogs_ndcg + 1 + 0) / 4,
             "hit_rate": 3 / 4,
@@ -210,6 +215,9 @@ async def test_rejects_bad_arguments(knowledge_base: KnowledgeBase) -> None:
         await evaluate(knowledge_base, [], k=3)
     with pytest.raises(ValueError, match="k must be at least 1"):
         await evaluate(knowledge_base, QUERIES, k=0)
+    with pytest.raises(ValueError, match="depth must be at least k = 3, got 2"):
+        await evaluate(knowledge_base, QUERIES, k=3, depth=2)
+    assert (await evaluate(knowledge_base, QUERIES, k=3, depth=3)).k == 3
 
 
 class FailingOnBoom(HashingEmbeddingModel):
@@ -248,16 +256,19 @@ async def test_one_search_when_the_first_page_fills_or_exhausts_the_ranking(
     kb = CountingSearches("pets", "", HashingEmbeddingModel(dimensions=256), store, "pets")
     for source, texts in DOCUMENTS.items():
         await kb.insert_document(chunks(source, texts), document_id=source)
-    # k = 1 asks for 4 hits and gets 4 (7 chunks): one source ranked, done.
-    result = await evaluate(kb, [QUERIES[0]], k=1)
+    # depth 1 asks for 4 hits and gets 4 (7 chunks): one source ranked, done.
+    result = await evaluate(kb, [QUERIES[0]], k=1, depth=1)
     assert [e.source for e in result.queries[0].ranking] == ["cats.txt"]
     assert kb.asked == [4]
-    # k = 3 asks for 12 and gets all 7 chunks, 5 sources: the store has nothing more to give.
+    # depth 3 asks for 12 and gets all 7 chunks, 5 sources: the store has nothing more to give.
     kb.asked.clear()
     one = CountingSearches("one", "", HashingEmbeddingModel(dimensions=64), store, "one")
     await one.insert_document(chunks("only.txt", ["cats"]))
-    await evaluate(one, [JudgedQuery(id="q", query="cats", relevant=[])], k=3)
+    await evaluate(one, [JudgedQuery(id="q", query="cats", relevant=[])], k=3, depth=3)
     assert one.asked == [12]
+    # By default, trec_eval's depth: 1,000 sources, so 4,000 hits.
+    await evaluate(one, [JudgedQuery(id="q", query="cats", relevant=[])], k=3)
+    assert one.asked == [12, 4000]
 
 
 async def test_k_of_one_is_allowed(knowledge_base: KnowledgeBase) -> None:

@@ -58,6 +58,7 @@ def test_perfect_ranking_scores_one() -> None:
         "precision": pytest.approx(2 / 3),
         "mrr": 1.0,
         "map": 1.0,
+        "map_uncut": 1.0,
         "ndcg": pytest.approx(1.0),
         "ndcg_exp": pytest.approx(1.0),
         "hit_rate": 1.0,
@@ -83,6 +84,7 @@ def test_short_ranking_is_padded_with_non_relevant() -> None:
         "precision": 0.2,
         "mrr": 1.0,
         "map": 1.0,
+        "map_uncut": 1.0,
         "ndcg": 1.0,
         "ndcg_exp": 1.0,
         "hit_rate": 1.0,
@@ -91,8 +93,10 @@ def test_short_ranking_is_padded_with_non_relevant() -> None:
 
 def test_relevant_beyond_k_counts_for_nothing() -> None:
     # The relevant source is at rank 3, k = 2: MRR is cut at k, so 0, not 1/3;
-    # map_cut_2 is 0 too (uncut AP would be 1/3).
-    assert score_ranking([0, 0, 1], [1], k=2) == dict.fromkeys(METRICS, 0.0)
+    # map_cut_2 is 0 too; only the uncut AP sees it: (1/3) / 1.
+    assert score_ranking([0, 0, 1], [1], k=2) == dict.fromkeys(METRICS, 0.0) | {
+        "map_uncut": pytest.approx(1 / 3)
+    }
 
 
 def test_ideal_ranking_is_cut_at_k() -> None:

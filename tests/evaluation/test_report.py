@@ -68,12 +68,14 @@ def test_table_is_pinned() -> None:
         "precision@3  0.1667\n"
         "mrr@3        0.3750\n"
         "map@3        0.3125\n"
+        "map_uncut    0.3125\n"
         "ndcg@3       0.3467\n"
         "ndcg_exp@3   0.3467\n"
         "hit_rate@3   0.5000\n"
         "no relevant source in the top 3: q3\n"
         "judged with no relevant source (scored 0): q4\n"
-        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut"
+        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; "
+        "map: trec_eval's map_cut; map_uncut: trec_eval's map (whole ranking)"
     )
 
 
@@ -84,10 +86,12 @@ def test_table_of_one_perfect_query() -> None:
         "precision@1  1.0000",
         "mrr@1        1.0000",
         "map@1        1.0000",
+        "map_uncut    1.0000",
         "ndcg@1       1.0000",
         "ndcg_exp@1   1.0000",
         "hit_rate@1   1.0000",
-        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut",
+        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; "
+        "map: trec_eval's map_cut; map_uncut: trec_eval's map (whole ranking)",
     ]
 
 
@@ -113,11 +117,13 @@ def test_comparison_is_pinned_with_signed_differences() -> None:
         "precision@3      0.1667       0.2500     +0.0833  1.0000\n"
         "mrr@3            0.3750       0.5000     +0.1250  1.0000\n"
         "map@3            0.3125       0.5000     +0.1875  1.0000\n"
+        "map_uncut        0.3125       0.5000     +0.1875  1.0000\n"
         "ndcg@3           0.3467       0.5000     +0.1533  1.0000\n"
         "ndcg_exp@3       0.3467       0.5000     +0.1533  1.0000\n"
         "hit_rate@3       0.5000       0.5000     +0.0000  1.0000\n"
         "p: paired randomisation test, two-sided, exact over all 16 sign patterns; * p < 0.05\n"
-        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; map: trec_eval's map_cut"
+        "ndcg: linear gain (trec_eval's ndcg_cut); ndcg_exp: gain 2^grade - 1; "
+        "map: trec_eval's map_cut; map_uncut: trec_eval's map (whole ranking)"
     )
     reverse = format_comparison(BETTER, BASELINE, "B", "A").splitlines()
     assert reverse[2] == "recall@3     0.5000  0.3750     -0.1250  1.0000"
@@ -137,7 +143,7 @@ def test_comparison_marks_significant_differences() -> None:
     assert lines[2] == "recall@2     1.0000  1.0000     +0.0000  1.0000"
     assert lines[4] == "mrr@2        0.5000  0.9000     +0.4000  0.0001  *"
     # ndcg@2: left 1/log2(3) = 0.6309 everywhere; right (16 + 4 * 0.6309) / 20 = 0.9262.
-    assert lines[6] == "ndcg@2       0.6309  0.9262     +0.2953  0.0001  *"
+    assert lines[7] == "ndcg@2       0.6309  0.9262     +0.2953  0.0001  *"
     assert lines[-2] == (
         "p: paired randomisation test, two-sided, 10,000 random sign patterns, seed 0; * p < 0.05"
     )
@@ -202,7 +208,8 @@ def test_as_dict_is_json() -> None:
 
 def test_unknown_thresholds_are_listed_with_the_known_names() -> None:
     expected = (
-        "unknown metric(s) a, b; expected recall, precision, mrr, map, ndcg, ndcg_exp, hit_rate"
+        "unknown metric(s) a, b; expected recall, precision, mrr, map, map_uncut, ndcg, ndcg_exp, "
+        "hit_rate"
     )
     with pytest.raises(ValueError) as error:
         check_thresholds(BASELINE, {"b": 0.5, "a": 0.5})
@@ -272,7 +279,7 @@ def test_comparison_uses_the_permutations_and_seed_it_is_given() -> None:
     right = result(*(row(f"q{i}", [1 - i % 3 // 2, 0, 0], [1], 3) for i in range(20)))
     for permutations, seed in ((7, 3), (50, 11)):
         text = format_comparison(left, right, "a", "b", permutations=permutations, seed=seed)
-        p_column = [line.split()[4] for line in text.splitlines()[2:9]]
+        p_column = [line.split()[4] for line in text.splitlines()[2:10]]
         expected = compare(left, right, permutations=permutations, seed=seed)
         assert p_column == [f"{row.p_value:.4f}" for row in expected]
         assert f"{permutations} random sign patterns, seed {seed};" in text
