@@ -116,8 +116,8 @@ class EmbeddingModelBase(Component):
 
     async def __call__(self, inputs: Sequence[EmbeddingInput]) -> EmbeddingResponse:
         items = [item.text if isinstance(item, TextBlock) else item for item in inputs]
-        if not items:
-            return EmbeddingResponse(embeddings=[])
+        if not items:  # nothing sent: no time, no tokens (AgentScope reports the same)
+            return EmbeddingResponse(embeddings=[], usage=EmbeddingUsage(time=0, tokens=0))
         if not all(map(self.can_embed, items)):
             raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
         loop = asyncio.get_running_loop()

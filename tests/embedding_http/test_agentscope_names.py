@@ -92,6 +92,11 @@ async def test_openai_name_and_usage(server: EmbeddingServer) -> None:
     assert isinstance(response.usage, EmbeddingUsage)
     assert response.usage.type == "embedding"
     assert response.usage.time >= 0
+    sent = len(server.requests)
+    async with model:
+        nothing = await model([])
+    assert (nothing.embeddings, nothing.usage) == ([], EmbeddingUsage(time=0, tokens=0))
+    assert len(server.requests) == sent  # nothing to embed, nothing sent
 
 
 def test_the_new_models_are_registered_types() -> None:
