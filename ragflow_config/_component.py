@@ -71,6 +71,11 @@ class Component:
     #: up front, in the server they are forked from.
     requires: ClassVar[dict[str, str]] = {}
 
+    @classmethod
+    def requires_for(cls, parameters: ComponentParameters) -> dict[str, str]:
+        """``requires``, and the modules that these parameters add (an option's engine)."""
+        return dict(cls.requires)
+
     def __init__(self, parameters: ComponentParameters | None = None, **options: Any) -> None:
         if parameters is not None and options:
             raise TypeError("pass either `parameters` or keyword options, not both")

@@ -315,7 +315,14 @@ def _extra_issues(
     found: list[tuple[JsonPath, str, dict[str, str]]] = []
     for path, kind, block in _blocks(data):
         if isinstance(block, dict) and block.get("type") in registry.names(kind):
-            absent = missing(registry.get(kind, block["type"]).cls.requires)
+            entry = registry.get(kind, block["type"])
+            try:
+                requires = entry.cls.requires_for(
+                    entry.cls.Parameters.model_validate(block.get("parameters", {}))
+                )
+            except PydanticValidationError:  # reported by _parameter_issues
+                requires = entry.cls.requires
+            absent = missing(requires)
             if absent:
                 found.append((path, block["type"], absent))
     fix = install_line({extra for _, _, absent in found for extra in absent.values()})

@@ -5,11 +5,15 @@ from __future__ import annotations
 import io
 from typing import ClassVar
 
+from pydantic import Field
+
+from ..._component import ComponentParameters
 from ..._extras import require
-from ...message import DataBlock
+from ...message import DataBlock, TextBlock
 from .._document import Section
 from .._media_types import sniff_image
 from ._content import damaged, wrong_content
+from ._ocr import OcrMode, ocr_requires, recognise
 from .base import ParserBase
 
 # Supported media types and the Pillow format that must decode each.
@@ -32,15 +36,37 @@ class ImageParser(ParserBase):
     to refuse an image that decodes (viewers show it; AgentScope passes it on).
     Anything else — another format, a truncated or undecodable file — raises
     :class:`ParserError` (AgentScope passes it on, to fail at the embedding
-    service). No OCR, no captions.
+    service). No captions.
+
+    With ``ocr`` set to ``"auto"`` or ``"always"`` (an image has no text layer,
+    so both read every image), the text that optical character recognition
+    finds (see ``_ocr``) replaces the image: one text section of its lines, top
+    to bottom, with ``metadata={"media_type": ..., "ocr": True}``, which a text
+    embedding model can embed. An image in which it finds no text stays the
+    data section above. The default, ``"never"``, is AgentScope's behaviour.
     """
 
     supported_media_types: ClassVar[list[str]] = list(_PILLOW_FORMATS)
     requires: ClassVar[dict[str, str]] = {"PIL.Image": "rag"}
 
+    class Parameters(ComponentParameters):
+        ocr: OcrMode = Field(
+            default="never",
+            description="Optical character recognition (the `ocr` extra): with `auto` or "
+            "`always` an image becomes the text found in it (images without text stay "
+            "images); `never` keeps every image as an image, as AgentScope does.",
+        )
+
+    parameters: Parameters
+
     @classmethod
     def supported_extensions(cls) -> list[str]:
         return [".bmp", ".gif", ".jpeg", ".jpg", ".png", ".webp"]
+
+    @classmethod
+    def requires_for(cls, parameters: ComponentParameters) -> dict[str, str]:
+        assert isinstance(parameters, cls.Parameters)
+        return {**cls.requires, **ocr_requires(parameters.ocr)}
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = self.read_bytes(file, filename)
@@ -50,12 +76,22 @@ class ImageParser(ParserBase):
         image_module = require("PIL.Image", "rag")
         formats = [_PILLOW_FORMATS[media_type]]
         try:
+            image = image_module.open(io.BytesIO(data), formats=formats)
             # load() decodes every pixel, so it notices truncated or corrupt data;
             # unlike verify() it does not refuse a PNG for a checksum alone.
-            with image_module.open(io.BytesIO(data), formats=formats) as image:
-                image.load()
+            image.load()
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, ...
             raise damaged(filename, media_type, exc) from exc
+        with image:
+            text = recognise(image) if self.parameters.ocr != "never" else ""
+        if text:
+            return [
+                Section(
+                    content=TextBlock(text=text),
+                    source=filename,
+                    metadata={"media_type": media_type, "ocr": True},
+                )
+            ]
         return [
             Section(
                 content=DataBlock.from_bytes(data, media_type, name=filename),

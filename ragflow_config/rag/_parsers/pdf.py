@@ -14,6 +14,7 @@ from ..._extras import require
 from ...message import TextBlock
 from .._document import Section
 from ._content import damaged, password_protected, wrong_content
+from ._ocr import OcrMode, ocr_requires, recognise
 from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table
 from .base import ParserBase
 
@@ -21,6 +22,10 @@ logger = logging.getLogger("ragflow_config.parsers")
 
 # Readers accept a PDF header anywhere in the first KiB, after leading junk.
 _HEADER_WINDOW = 1024
+
+# Pages are rendered for OCR at 150 dpi: body text is then 20-30 pixels high, what the
+# recognition model was trained on; more only slows detection down.
+_OCR_RESOLUTION = 150
 
 BBox = tuple[float, float, float, float]
 
@@ -43,8 +48,14 @@ class PDFParser(ParserBase):
 
         Figures are in thousands of euros.
 
-    Pages without a text layer (scans, pictures) give no section: there is no
-    OCR here. So that a half-indexed scan is noticed, every section of such a
+    ``ocr`` reads pages by optical character recognition (see ``_ocr``): with
+    ``"auto"`` the pages without a text layer (scans), with ``"always"`` every
+    page, its text layer ignored; ``"never"`` (the default, as in AgentScope)
+    reads only text layers. An OCR'd page's section is its recognised lines,
+    top to bottom, with ``metadata={"page": n, "ocr": True}``.
+
+    Pages that still have no text (scans without OCR, pictures) give no
+    section. So that a half-indexed scan is noticed, every section of such a
     document also carries ``metadata["pages_without_text"]``, the sorted page
     numbers that gave nothing (``{"page": 1, "pages_without_text": [2]}``); the
     key is absent when every page has text. When no page has text the result is
@@ -66,6 +77,12 @@ class PDFParser(ParserBase):
             description="Detect ruled tables and render them in `table_format`; when off, "
             "table cells stay in the page's plain text.",
         )
+        ocr: OcrMode = Field(
+            default="never",
+            description="Optical character recognition (the `ocr` extra): `auto` reads the "
+            "pages without a text layer (scans), `always` every page, ignoring its text "
+            "layer; `never` indexes text layers only, as AgentScope does.",
+        )
 
     parameters: Parameters
 
@@ -73,16 +90,29 @@ class PDFParser(ParserBase):
     def supported_extensions(cls) -> list[str]:
         return [".pdf"]
 
+    @classmethod
+    def requires_for(cls, parameters: ComponentParameters) -> dict[str, str]:
+        assert isinstance(parameters, cls.Parameters)
+        return {**cls.requires, **ocr_requires(parameters.ocr)}
+
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = self.read_bytes(file, filename)
         if b"%PDF-" not in data[:_HEADER_WINDOW]:
             raise wrong_content(filename, "PDF", data)
         pdfplumber = require("pdfplumber", "rag")
+        ocr = self.parameters.ocr
+        for module, extra_name in ocr_requires(ocr).items():
+            require(module, extra_name)  # before the PDF is read: a missing extra is no damage
         texts: dict[int, str] = {}
+        ocred: set[int] = set()
         try:
             with pdfplumber.open(io.BytesIO(data)) as pdf:
                 for number, page in enumerate(pdf.pages, start=1):
-                    texts[number] = self._page_text(page)
+                    text = "" if ocr == "always" else self._page_text(page)
+                    if not text and ocr != "never":
+                        text = recognise(page.to_image(resolution=_OCR_RESOLUTION).original)
+                        ocred.add(number)
+                    texts[number] = text
                     page.close()  # drops the page's cached layout objects
         except Exception as exc:  # pdfminer reports damage with many exception types
             raise _pdf_error(filename, exc) from exc
@@ -92,14 +122,18 @@ class PDFParser(ParserBase):
         if without_text:
             extra["pages_without_text"] = without_text
             logger.warning(
-                "%s: pages %s have no text layer (scanned?) and are not indexed; "
-                "run OCR on the file first",
+                "%s: pages %s have no text layer (scanned?) and are not indexed; %s",
                 filename,
                 without_text,
+                "OCR found no text on them either"
+                if ocr != "never"
+                else "set the parser's `ocr` to auto to read them",
             )
         return [
             Section(
-                content=TextBlock(text=text), source=filename, metadata={"page": number, **extra}
+                content=TextBlock(text=text),
+                source=filename,
+                metadata={"page": number, **({"ocr": True} if number in ocred else {}), **extra},
             )
             for number, text in texts.items()
             if text
