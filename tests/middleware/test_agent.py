@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ragflow_config.agent import Agent
+from ragflow_config.event import ReplyStartEvent
 from ragflow_config.message import (
     DataBlock,
     Msg,
@@ -164,6 +165,39 @@ async def test_a_middleware_can_override_the_step_arguments():
     await Agent("calc", "", model, Toolkit([AddTool()]), [NoTools()]).reply(Msg("a", "?", "user"))
 
     assert model.calls[0].tools is None
+
+
+async def test_middleware_streams_carry_events_out_and_may_replace_the_answer():
+    class Announce(MiddlewareBase):
+        """Adds an event before the step and rewrites the step's answer, as a generator may."""
+
+        async def on_reasoning(
+            self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+        ) -> HookStream:
+            yield ReplyStartEvent(session_id="s", reply_id=agent.state.reply_id, name=agent.name)
+            async for item in next_handler(**input_kwargs):
+                yield (
+                    Msg(item.name, item.text.upper(), "assistant")
+                    if isinstance(item, Msg)
+                    else item
+                )
+
+    class Swallow(MiddlewareBase):
+        async def on_reply(
+            self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+        ) -> HookStream:
+            async for item in next_handler(**input_kwargs):
+                if not isinstance(item, Msg):
+                    yield item
+
+    events: list[Any] = []
+    agent = Agent("bot", "", ScriptedChatModel(["fine"]), middlewares=[Announce()])
+    answer = await agent.reply(Msg("u", "how are you?", "user"), on_event=events.append)
+
+    assert answer.text == "FINE"
+    assert [type(event) for event in events] == [ReplyStartEvent]
+    with pytest.raises(RuntimeError, match="swallowed the reply's answer"):
+        await Agent("bot", "", ScriptedChatModel(["fine"]), middlewares=[Swallow()]).reply()
 
 
 async def test_state_is_per_reply_even_for_concurrent_replies_of_one_agent():
