@@ -172,6 +172,8 @@ _HOSTS_THAT_NEED_A_KEY = frozenset(
         "dashscope.aliyuncs.com",
         "dashscope-intl.aliyuncs.com",
         "generativelanguage.googleapis.com",
+        "api.cohere.com",
+        "api.jina.ai",
     }
 )
 

@@ -131,6 +131,7 @@ async def build(
             model: EmbeddingModelBase = await component(
                 "embedding", kb_spec.embedding, spec.embeddings
             )
+            rerank = kb_spec.retrieval.rerank
             knowledge_base = KnowledgeBase(
                 name=kb_spec.name,
                 description=kb_spec.description,
@@ -139,6 +140,11 @@ async def build(
                 collection=kb_spec.collection,
                 metadata_filter=kb_spec.metadata_filter,
                 retrieval=kb_spec.retrieval,
+                reranker=(
+                    await component("reranker", rerank.reranker, spec.rerankers)
+                    if rerank is not None
+                    else None
+                ),
             )
             built.knowledge_bases[kb_spec.name] = knowledge_base
             built.indexing[kb_spec.name] = IndexingPlan(

@@ -20,7 +20,14 @@ from .._component import Component
 logger = logging.getLogger("ragflow_config.registry")
 
 Kind = Literal[
-    "parser", "chunker", "embedding", "vector_store", "chat_model", "middleware", "executor"
+    "parser",
+    "chunker",
+    "embedding",
+    "vector_store",
+    "chat_model",
+    "middleware",
+    "executor",
+    "reranker",
 ]
 
 ENTRY_POINT_GROUPS: dict[Kind, str] = {
@@ -31,6 +38,7 @@ ENTRY_POINT_GROUPS: dict[Kind, str] = {
     "chat_model": "ragflow_config.chat_models",
     "middleware": "ragflow_config.middlewares",
     "executor": "ragflow_config.executors",
+    "reranker": "ragflow_config.rerankers",
 }
 KINDS: tuple[Kind, ...] = tuple(ENTRY_POINT_GROUPS)
 

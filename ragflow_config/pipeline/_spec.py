@@ -59,6 +59,12 @@ class ChatModelBlock(ComponentBlock):
     kind: ClassVar[Kind] = "chat_model"
 
 
+class RerankerBlock(ComponentBlock):
+    """A reranker, named by a knowledge base's `retrieval.rerank`."""
+
+    kind: ClassVar[Kind] = "reranker"
+
+
 class ExecutionBlock(ComponentBlock):
     """Where a run parses its files: `local` processes (the default) or a `ray` cluster."""
 
@@ -221,6 +227,10 @@ class PipelineSpec(_Strict):
     chat_models: dict[str, ChatModelBlock] = Field(
         default_factory=dict, description="Named chat models, for reranking."
     )
+    rerankers: dict[str, RerankerBlock] = Field(
+        default_factory=dict,
+        description="Named rerankers; a knowledge base's `retrieval.rerank` names one.",
+    )
     knowledge_bases: list[KnowledgeBaseSpec] = Field(min_length=1)
     middlewares: list[MiddlewareSpec] = Field(default_factory=list)
     execution: ExecutionBlock = Field(
@@ -239,6 +249,7 @@ COMPONENT_BLOCKS: dict[str, type[ComponentBlock]] = {
         EmbeddingBlock,
         VectorStoreBlock,
         ChatModelBlock,
+        RerankerBlock,
         ExecutionBlock,
     )
 }

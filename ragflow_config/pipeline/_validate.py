@@ -30,6 +30,7 @@ _SECTIONS: dict[str, Kind] = {
     "vector_stores": "vector_store",
     "embeddings": "embedding",
     "chat_models": "chat_model",
+    "rerankers": "reranker",
 }
 _SECRET_WORDS = re.compile(r"(api_?key|password|passwd|secret|token|dsn|uri)$", re.IGNORECASE)
 
@@ -363,6 +364,14 @@ def _reference_issues(data: dict[str, Any], locations: Locations) -> list[Config
                         (*where, field), _undefined(reference, section, defined[section])
                     )
                 )
+        reranker = _mapping(_mapping(kb.get("retrieval")).get("rerank")).get("reranker")
+        if isinstance(reranker, str) and reranker not in defined["rerankers"]:
+            issues.append(
+                locations.issue(
+                    (*where, "retrieval", "rerank", "reranker"),
+                    _undefined(reranker, "rerankers", defined["rerankers"]),
+                )
+            )
     for i, middleware in enumerate(_sequence(data.get("middlewares"))):
         middleware = _mapping(middleware)
         for j, name in enumerate(_sequence(middleware.get("knowledge_bases"))):

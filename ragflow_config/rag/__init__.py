@@ -22,7 +22,7 @@ from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSear
 from ._knowledge_base import KnowledgeBase
 from ._parsers.base import ParserBase
 from ._parsers.text import TextParser
-from ._retrieval import Bm25Settings, FusionSettings, RetrievalSettings
+from ._retrieval import Bm25Settings, FusionSettings, RerankSettings, RetrievalSettings
 from ._stores.base import VectorStoreBase
 from ._stores.qdrant import QdrantStore
 
@@ -105,6 +105,7 @@ __all__ = [
     "QdrantStore",
     "RecordsParser",
     "RecursiveChunker",
+    "RerankSettings",
     "RetrievalSettings",
     "Section",
     "TextParser",

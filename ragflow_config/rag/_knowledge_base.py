@@ -11,6 +11,7 @@ from typing import Any
 from .._errors import CollectionMismatchError
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase
 from ..message import DataBlock, TextBlock
+from ..rerankers._base import RerankerBase
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
@@ -52,9 +53,15 @@ class KnowledgeBase:
         metadata_filter: dict[str, Any] | None = None,
         *,
         retrieval: RetrievalSettings | None = None,
+        reranker: RerankerBase | None = None,
     ) -> None:
         flatten_filter(metadata_filter)  # reject unusable filters before any I/O
         self._retrieval = retrieval or RetrievalSettings()
+        if (self._retrieval.rerank is None) != (reranker is None):
+            raise ValueError(
+                f"knowledge base {name!r}: pass a reranker exactly when retrieval.rerank is set"
+            )
+        self._reranker = reranker
         if self._retrieval.lexical and not vector_store.supports_lexical:
             raise ValueError(
                 f"knowledge base {name!r}: retrieval mode {self._retrieval.mode!r} needs a "
@@ -306,9 +313,48 @@ class KnowledgeBase:
         ``(dense_weight + lexical_weight) / (k + 1)``), with ``weighted``, the
         sum of ``weight x`` each side's min-max normalised score. IDF counts
         the knowledge base's scope, not ``where``.
+
+        With ``retrieval.rerank``, the first ``candidates`` hits (retrieved
+        as above, ``score_threshold`` applied to their retrieval score) are
+        reordered by the reranker and scored by it; the hits after them
+        follow in retrieval order with their retrieval scores.
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
+        rerank = self._retrieval.rerank
+        if rerank is None or self._reranker is None or top_k <= 0:
+            return await self._retrieve(queries, top_k, score_threshold, where)
+        hits = await self._retrieve(queries, max(top_k, rerank.candidates), score_threshold, where)
+        head, tail = hits[: rerank.candidates], hits[rerank.candidates :]
+        readable = [
+            (hit, hit.chunk.content.text)
+            for hit in head
+            if isinstance(hit.chunk.content, TextBlock)
+        ]
+        if readable:
+            query = "\n".join(
+                q.text if isinstance(q, TextBlock) else q
+                for q in queries
+                if not isinstance(q, DataBlock)
+            )
+            scores = await self._reranker.scores(query, [text for _, text in readable])
+            rescored = [
+                hit.model_copy(update={"score": score})
+                for (hit, _), score in zip(readable, scores, strict=True)
+            ]
+            rescored.sort(key=lambda hit: hit.score, reverse=True)  # stable: ties keep their order
+            # A reranker reads text: other candidates follow the ones it scored.
+            head = rescored + [h for h in head if not isinstance(h.chunk.content, TextBlock)]
+        return (head + tail)[:top_k]
+
+    async def _retrieve(
+        self,
+        queries: Sequence[str | TextBlock | DataBlock],
+        top_k: int,
+        score_threshold: float | None,
+        where: dict[str, Any] | None,
+    ) -> list[VectorSearchResult]:
+        """``search`` without the reranker: the retrieval mode's ranking."""
         if self._retrieval.lexical:
             return await self._search_with_terms(queries, top_k, score_threshold, where)
         usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))

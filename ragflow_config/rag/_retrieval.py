@@ -58,6 +58,19 @@ class FusionSettings(_Settings):
     lexical_weight: float = Field(default=1.0, ge=0, description="Weight of the lexical side.")
 
 
+class RerankSettings(_Settings):
+    """Which reranker reorders a search's first candidates."""
+
+    reranker: str = Field(min_length=1, description="The name of an entry of `rerankers`.")
+    candidates: int = Field(
+        default=50,
+        ge=1,
+        le=10_000,
+        description="Hits the reranker reorders (at least top_k are retrieved); the hits "
+        "after them follow in retrieval order.",
+    )
+
+
 class RetrievalSettings(_Settings):
     """A knowledge base's retrieval: its mode, lexical analysis and fusion."""
 
@@ -75,6 +88,11 @@ class RetrievalSettings(_Settings):
         ge=1,
         le=10_000,
         description="Hits each side contributes to a hybrid search (at least top_k).",
+    )
+    rerank: RerankSettings | None = Field(
+        default=None,
+        description="Reorder the first hits with a reranker (query time only: not part of "
+        "the fingerprint).",
     )
 
     @property

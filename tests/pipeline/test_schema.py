@@ -23,6 +23,7 @@ BLOCK_KINDS = {
     "ChatModelBlock": "chat_model",
     "MiddlewareSpec": "middleware",
     "ExecutionBlock": "executor",
+    "RerankerBlock": "reranker",
 }
 
 

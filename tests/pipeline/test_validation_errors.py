@@ -14,7 +14,7 @@ from .conftest import Check, registered
 def test_unknown_keys_point_at_the_key_and_list_the_expected_ones(check: Check) -> None:
     assert check("unknown_keys.yaml") == [
         "unknown_keys.yaml:2:1: storage: unknown key 'storage'; expected one of: chat_models, "
-        "embeddings, knowledge_bases, middlewares, vector_stores, version",
+        "embeddings, execution, knowledge_bases, middlewares, rerankers, vector_stores, version",
         "unknown_keys.yaml:14:5: knowledge_bases[0].colour: unknown key 'colour'; expected one "
         "of: chunker, collection, description, embedding, evaluation, max_delete_fraction, "
         "max_file_bytes, metadata_filter, name, on_error, parsers, prune, retrieval, sources, vector_store",
