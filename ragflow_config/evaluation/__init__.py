@@ -15,10 +15,11 @@ first (best) hit, so several chunks of one file count once. A hit is relevant
 when its source is judged and, if the judgement names passages, its text
 contains one of them (case-insensitive, whitespace-normalised); when a
 source's first hit is not relevant but a later one is, the later hit is
-listed too, at its own rank. The ranking runs to ``depth`` sources (default
-1000, trec_eval's number of hits; the search asks for ``4 * depth`` hits);
-every metric but ``map_uncut`` reads only its top ``k``, and results keep
-the top ``k``.
+listed too, at its own rank. The ranking is cut at ``k``; the search asks for
+``4 * k`` hits (as an agent's search would: a hybrid search fuses the same
+candidates), and more (up to 1000) while fewer than ``k`` sources came back.
+``map_uncut`` reads a second search's ranking of ``depth`` sources (default
+1000, trec_eval's number of hits; ``4 * depth`` hits asked for).
 
 Metrics
 -------

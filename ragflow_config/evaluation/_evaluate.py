@@ -6,15 +6,18 @@ import asyncio
 from collections.abc import Sequence
 
 from ..rag import KnowledgeBase
-from ._metrics import mean_metrics, score_ranking
+from ._metrics import average_precision, mean_metrics, score_ranking
 from ._queries import JudgedQuery
 from ._ranking import rank_sources
 from ._results import EvaluationResult, QueryResult, RankedSource
 
 DEPTH = 1000
-"""Sources ranked per query for the uncut metrics: trec_eval's default number of hits."""
+"""Sources ranked per query for ``map_uncut``: trec_eval's default number of hits."""
 # Hits asked for per wanted source; a source usually has several chunks among the hits.
 _HITS_PER_SOURCE = 4
+# Never ask for more hits than this for a ranking of up to 250 sources, even when a
+# few sources fill the whole list.
+_MAX_HITS = 1000
 
 
 async def evaluate(
@@ -27,8 +30,10 @@ async def evaluate(
 ) -> EvaluationResult:
     """Search with every query and score its ranking of distinct sources against its judgements.
 
-    The ranking holds up to ``depth`` sources: metrics cut at ``k`` read its
-    top ``k``, ``map_uncut`` reads it all; results keep the top ``k``.
+    Metrics cut at ``k`` read the top ``k`` sources of a search for about
+    ``4 * k`` hits, the search an agent makes, so a hybrid search fuses the
+    candidates it would fuse for the agent. ``map_uncut`` reads the first
+    ``depth`` sources of a second, deep search (when ``depth > k``).
 
     Queries run ``concurrency`` at a time; the first failure (an unreachable
     store, a failing embedding model) cancels the others and propagates.
@@ -43,15 +48,17 @@ async def evaluate(
 
     async def run(query: JudgedQuery) -> QueryResult:
         async with limit:
-            ranking = await _ranking(knowledge_base, query, depth)
-        grades = [entry.grade for entry in ranking]
+            ranking = await _ranking(knowledge_base, query, k)
+            whole = await _ranking(knowledge_base, query, depth) if depth > k else ranking
         judged = [judgement.grade for judgement in query.relevant]
+        metrics = score_ranking([entry.grade for entry in ranking], judged, k)
+        metrics["map_uncut"] = average_precision([entry.grade for entry in whole], len(judged))
         return QueryResult(
             id=query.id,
             query=query.query,
             relevant_count=len(query.relevant),
-            metrics=score_ranking(grades, judged, k),
-            ranking=ranking[:k],
+            metrics=metrics,
+            ranking=ranking,
         )
 
     tasks = [asyncio.ensure_future(run(query)) for query in queries]
@@ -67,9 +74,13 @@ async def evaluate(
     )
 
 
-async def _ranking(
-    knowledge_base: KnowledgeBase, query: JudgedQuery, depth: int
-) -> list[RankedSource]:
-    """The first ``depth`` sources of one search, or fewer when its hits hold fewer."""
-    hits = await knowledge_base.search([query.query], top_k=_HITS_PER_SOURCE * depth)
-    return rank_sources(hits, query.relevant, depth)
+async def _ranking(knowledge_base: KnowledgeBase, query: JudgedQuery, n: int) -> list[RankedSource]:
+    """Ask for more hits until ``n`` sources are ranked or the knowledge base runs out."""
+    most = max(_MAX_HITS, _HITS_PER_SOURCE * n)
+    wanted = min(_HITS_PER_SOURCE * n, most)
+    while True:
+        hits = await knowledge_base.search([query.query], top_k=wanted)
+        ranking = rank_sources(hits, query.relevant, n)
+        if len(ranking) == n or len(hits) < wanted or wanted == most:
+            return ranking
+        wanted = min(wanted * _HITS_PER_SOURCE, most)

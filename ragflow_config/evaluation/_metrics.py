@@ -47,15 +47,15 @@ def score_ranking(grades: Sequence[int], judged: Sequence[int], k: int) -> dict[
         "recall": found / len(judged) if judged else 0.0,
         "precision": found / k,
         "mrr": 1 / first if first else 0.0,
-        "map": _average_precision(top, len(judged)),
-        "map_uncut": _average_precision(grades, len(judged)),
+        "map": average_precision(top, len(judged)),
+        "map_uncut": average_precision(grades, len(judged)),
         "ndcg": _dcg(top, _linear) / ideal_linear if ideal_linear else 0.0,
         "ndcg_exp": _dcg(top, _exponential) / ideal_exp if ideal_exp else 0.0,
         "hit_rate": 1.0 if found else 0.0,
     }
 
 
-def _average_precision(top: Sequence[int], relevant: int) -> float:
+def average_precision(top: Sequence[int], relevant: int) -> float:
     """Precision at the rank of each relevant entry, summed, over all ``relevant`` sources.
 
     Relevant sources missing from ``top`` add 0, as in trec_eval, so the value

@@ -256,19 +256,36 @@ async def test_one_search_when_the_first_page_fills_or_exhausts_the_ranking(
     kb = CountingSearches("pets", "", HashingEmbeddingModel(dimensions=256), store, "pets")
     for source, texts in DOCUMENTS.items():
         await kb.insert_document(chunks(source, texts), document_id=source)
-    # depth 1 asks for 4 hits and gets 4 (7 chunks): one source ranked, done.
+    # k = 1 asks for 4 hits and gets 4 (7 chunks): one source ranked, done.
     result = await evaluate(kb, [QUERIES[0]], k=1, depth=1)
     assert [e.source for e in result.queries[0].ranking] == ["cats.txt"]
     assert kb.asked == [4]
-    # depth 3 asks for 12 and gets all 7 chunks, 5 sources: the store has nothing more to give.
+    # k = 3 asks for 12 and gets all 7 chunks, 5 sources: the store has nothing more to give.
     kb.asked.clear()
     one = CountingSearches("one", "", HashingEmbeddingModel(dimensions=64), store, "one")
     await one.insert_document(chunks("only.txt", ["cats"]))
     await evaluate(one, [JudgedQuery(id="q", query="cats", relevant=[])], k=3, depth=3)
     assert one.asked == [12]
-    # By default, trec_eval's depth: 1,000 sources, so 4,000 hits.
-    await evaluate(one, [JudgedQuery(id="q", query="cats", relevant=[])], k=3)
-    assert one.asked == [12, 4000]
+
+
+async def test_uncut_map_reads_a_second_deep_search(store: QdrantStore) -> None:
+    kb = CountingSearches("pets", "", HashingEmbeddingModel(dimensions=256), store, "pets")
+    for source, texts in DOCUMENTS.items():
+        await kb.insert_document(chunks(source, texts), document_id=source)
+    dogs = QUERIES[1]
+    # The search an agent makes for k = 1 (4 hits), then trec_eval's depth, 1,000
+    # sources: 4,000 hits. The top 1 holds dogs.txt only: map@1 = (1/1) / 2; the whole
+    # ranking has parrots.txt fifth: (1/1 + 2/5) / 2 = 0.7. The result keeps the top 1.
+    result = await evaluate(kb, [dogs], k=1)
+    assert kb.asked == [4, 4000]
+    [row] = result.queries
+    assert [e.source for e in row.ranking] == ["dogs.txt"]
+    assert (row.metrics["map"], row.metrics["map_uncut"]) == (0.5, pytest.approx(0.7))
+    # A depth of k reads the one ranking.
+    kb.asked.clear()
+    result = await evaluate(kb, [dogs], k=1, depth=1)
+    assert kb.asked == [4]
+    assert result.queries[0].metrics["map_uncut"] == 0.5
 
 
 async def test_k_of_one_is_allowed(knowledge_base: KnowledgeBase) -> None:
