@@ -1,0 +1,155 @@
+"""Issue 26 item 1: what a re-run after small edits costs, with greedy and content-defined chunk boundaries.
+
+    python bench/chunk_reuse.py                       # 2,000 files, minilm (about 10 min on 2 cores)
+    python bench/chunk_reuse.py --files 200 --model hashing   # a smoke run
+
+For each ``boundaries`` setting of the approx_token chunker (256/32, as in
+the other benchmarks) on a copy of one corpus (``make_corpus.py``): a full
+run, an unchanged re-run, then one paragraph (drawn from the corpus's pool)
+inserted in the middle of 10 % of the text files, and a re-run. Every run is
+``ragflow-config run`` in its own process; wall seconds and CPU seconds of
+that process and its children (the parser processes) are taken around it.
+Re-embedded chunks are the chunk texts of an edited document that its
+stored version did not hold: exactly what an update sends to the model
+(``tests/incremental/test_chunk_reuse.py``). Results print as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cases import COLLECTION, OVERLAP, PIPELINE, STORE_BLOCKS, SUFFIXES
+from make_corpus import make_corpus, paragraphs
+
+from ragflow_config.pipeline import Pipeline
+
+SETTINGS = ("greedy", "content_defined")
+
+
+def write_pipeline(folder: Path, corpus: Path, model: str, boundaries: str) -> Path:
+    path = folder / "pipeline.yaml"
+    path.write_text(
+        PIPELINE.format(
+            store_block=STORE_BLOCKS["qdrant"].format(store=folder / "store"),
+            model=model,
+            corpus=corpus,
+            include=", ".join(f'"**/*{suffix}"' for suffix in SUFFIXES),
+            chunk_size=256,
+            # The template's parameters mapping ends after overlap: the setting rides there.
+            overlap=f"{OVERLAP}, boundaries: {boundaries}",
+            collection=COLLECTION,
+        )
+    )
+    return path
+
+
+def timed_run(pipeline: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (the run's process tree) of one ``ragflow-config run``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
+
+
+async def chunk_texts(pipeline: Path) -> dict[str, list[str]]:
+    """Every stored document's chunk texts, by source path."""
+    async with Pipeline.load(pipeline).build() as built:
+        (kb,) = built.knowledge_bases.values()
+        found = {}
+        for summary in await kb.list_documents():
+            chunks = await kb.list_chunks(summary.document_id, limit=1_000_000)
+            found[summary.source] = [getattr(c.content, "text", "") for c in chunks]
+        return found
+
+
+def edit(corpus: Path, share: float, seed: int) -> list[str]:
+    """Insert one paragraph in the middle of ``share`` of the text files; their paths."""
+    rng = random.Random(seed)
+    pool = paragraphs()
+    texts = sorted(p for p in corpus.rglob("*") if p.suffix in (".md", ".txt"))
+    chosen = rng.sample(texts, round(share * len(texts)))
+    for path in chosen:
+        blocks = path.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+        blocks.insert(len(blocks) // 2, rng.choice(pool))
+        path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    return sorted(path.relative_to(corpus).as_posix() for path in chosen)
+
+
+def measure(source: Path, work: Path, model: str, boundaries: str, share: float) -> dict:
+    folder = work / boundaries
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    corpus = folder / "corpus"
+    shutil.copytree(source, corpus)
+    pipeline = write_pipeline(folder, corpus, model, boundaries)
+    full = timed_run(pipeline)
+    unchanged = timed_run(pipeline)
+    before = asyncio.run(chunk_texts(pipeline))
+    edited = edit(corpus, share, seed=26)
+    rerun = timed_run(pipeline)
+    after = asyncio.run(chunk_texts(pipeline))
+    re_embedded = sum(
+        sum(1 for text in after[path] if text not in set(before[path])) for path in edited
+    )
+    return {
+        "boundaries": boundaries,
+        "chunks": sum(len(texts) for texts in before.values()),
+        "edited": len(edited),
+        "edited_chunks": sum(len(after[path]) for path in edited),
+        "re_embedded": re_embedded,
+        "full": full,
+        "unchanged": unchanged,
+        "rerun": rerun,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--model", choices=["hashing", "minilm"], default="minilm")
+    parser.add_argument("--share", type=float, default=0.1, help="share of text files edited")
+    parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
+    parser.add_argument("--work", type=Path, default=Path("/dev/shm/ragflow-chunk-reuse"))
+    args = parser.parse_args()
+    source = args.corpora / f"corpus-{args.files}"
+    make_corpus(source, args.files)
+    rows = [measure(source, args.work, args.model, b, args.share) for b in SETTINGS]
+    shutil.rmtree(args.work, ignore_errors=True)
+
+    print(
+        f"\n{args.files} files, {args.model}, one paragraph inserted in {args.share:.0%} of the text files\n"
+    )
+    print(
+        "| boundaries | chunks | edited files | re-embedded / edited file | re-embedded / all "
+        "| full run wall / CPU s | unchanged re-run wall / CPU s | re-run wall / CPU s "
+        "| re-run / full, wall | re-run / full, CPU | bound: 2 x re-embedded / all |"
+    )
+    print("| --- " * 11 + "|")
+    for row in rows:
+        share = row["re_embedded"] / row["chunks"]
+        (fw, fc), (uw, uc), (rw, rc) = row["full"], row["unchanged"], row["rerun"]
+        print(
+            f"| {row['boundaries']} | {row['chunks']} | {row['edited']} "
+            f"| {row['re_embedded'] / row['edited']:.2f} (of {row['edited_chunks'] / row['edited']:.1f}) "
+            f"| {share:.2%} | {fw:.1f} / {fc:.1f} | {uw:.1f} / {uc:.1f} | {rw:.1f} / {rc:.1f} "
+            f"| {rw / fw:.3f} | {rc / fc:.3f} | {2 * share:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
