@@ -96,3 +96,52 @@ def test_every_built_in_requirement_is_installed_here_and_named_by_its_extra() -
     for module, extra in declared:
         assert extra in extras, f"{module}: ragflow-config has no extra {extra!r}"
         assert importlib.util.find_spec(module) is not None, module
+
+
+OCR_PIPELINE = """\
+version: 1
+vector_stores:
+  local: {type: qdrant, parameters: {path: store}}
+embeddings:
+  model: {type: hashing}
+knowledge_bases:
+  - name: scans
+    sources: [{path: docs}]
+    parsers:
+      - type: pdf
+        parameters: {ocr: auto}
+      - type: image
+    embedding: model
+    vector_store: local
+    collection: scans
+"""
+
+
+def test_the_ocr_extra_is_named_where_a_parser_would_run_ocr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image parser (ocr never, the default) needs no OCR engine; the pdf one does."""
+    from ragflow_config.rag._parsers import _ocr
+
+    monkeypatch.setattr(_ocr, "OCR_MODULE", "no_such_ocr_engine")
+    (tmp_path / "docs").mkdir()
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(OCR_PIPELINE, encoding="utf-8")
+
+    _, issues = check_file(path, default_registry())
+
+    assert [(issue.line, issue.path, issue.message) for issue in issues] == [
+        (
+            10,
+            "knowledge_bases[0].parsers[0].type",
+            "'pdf' needs no_such_ocr_engine (extra ocr), which is not installed; "
+            "install every missing extra at once: pip install 'ragflow-config[ocr]'",
+        )
+    ]
+
+
+def test_the_ocr_engine_is_installed_here_under_the_extra_it_names() -> None:
+    from ragflow_config.rag._parsers._ocr import OCR_EXTRA, OCR_MODULE
+
+    assert OCR_EXTRA in (metadata("ragflow-config").get_all("Provides-Extra") or [])
+    assert importlib.util.find_spec(OCR_MODULE) is not None
