@@ -34,11 +34,11 @@ class ApproxTokenChunker(SplittingChunker):
     a word boundary where there is one. Pieces are stripped of surrounding
     whitespace; blank pieces are dropped. ``DataBlock`` sections pass through whole.
 
-    With ``boundaries: content_defined`` a text is first cut at paragraph and
-    sentence ends chosen by their content (``_boundaries``: on average every
-    ``chunk_size / 2`` tokens, never closer than ``chunk_size / 4``), and each
-    segment, opening on the last ``overlap`` tokens of the one before, is
-    then split as above. An edit changes the chunks around it only; the ones
+    With ``boundaries: content_defined`` a text longer than ``chunk_size`` is
+    first cut at paragraph ends and at sentence ends chosen by a hash of the
+    sentence (``_boundaries``: within a paragraph about every ``chunk_size / 2``
+    tokens), never closer than ``chunk_size / 4``; each segment, opening on
+    the last ``overlap`` tokens of the one before, is then split as above. An edit changes the chunks around it only; the ones
     after it keep their text, so a re-run reuses their stored vectors.
     """
 
