@@ -93,6 +93,7 @@ def main() -> None:
     args = parser.parse_args()
     corpus = args.corpora / f"corpus-{args.files}-x1"
     counts = make_corpus(corpus, args.files)
+    load = os.getloadavg()
     runs: dict[str, list[dict[str, float]]] = {case: [] for case in CASES}
     for rep in range(args.reps):
         order = CASES if rep % 2 == 0 else CASES[::-1]
@@ -102,7 +103,6 @@ def main() -> None:
     shutil.rmtree(args.stores, ignore_errors=True)
     assert {run["chunks"] for case in CASES for run in runs[case]} == {runs["local"][0]["chunks"]}
 
-    load = os.getloadavg()
     print(
         f"{args.files} files ({', '.join(f'{n} {k}' for k, n in counts.items())}), "
         f"{args.reps} repetition(s), {os.cpu_count()} cores, load average at start {load[0]:.1f}; "
