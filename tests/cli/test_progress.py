@@ -43,6 +43,23 @@ async def test_a_terminal_sees_files_of_the_total_chunks_and_failures(
     assert "files/s" in shown and "elapsed," in shown and "left" in shown
 
 
+def test_a_knowledge_base_shows_its_name_bar_and_columns_before_its_first_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    screen = Terminal()
+    progress = Progress(screen)
+    progress.files_found("notes", 5)
+    progress.close()
+    last = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).split("\r")[-1]
+    # No file done yet: no rate measured (0.0, not a guess) and no time left known.
+    assert re.fullmatch(
+        r"notes ━+ 0/5 files, 0 chunks, 0 failed 0\.0 files/s "
+        r"\d+:\d\d:\d\d elapsed, -:--:-- left\n",
+        last,
+    ), last
+
+
 def test_a_log_gets_one_line_per_change_and_no_failure_twice() -> None:
     log = io.StringIO()
     progress = Progress(log)
