@@ -66,7 +66,7 @@ async def test_the_model_is_offered_one_tool_describing_every_knowledge_base(
     assert function["name"] == "search_knowledge"
     assert function["description"].endswith(
         "## Equipped Knowledge Bases\n"
-        "You are equipped with 2 knowledge bases:\n"
+        "The agent is currently equipped with 2 knowledge base(s):\n"
         "- **hr**: HR policies: leave, pay, expenses\n"
         "- **it**: IT rules for laptops and remote access"
     )
@@ -158,7 +158,10 @@ async def test_static_mode_offers_no_tool_and_agentic_a_fresh_one_each_time(
 
 async def test_without_knowledge_bases_the_tool_tells_the_model_not_to_call_it():
     [tool] = await RAGMiddleware([]).list_tools()
-    assert tool.description.endswith("You have no knowledge bases: do not call this tool.")
+    assert tool.description.endswith(
+        "No knowledge bases are currently equipped. **Do not call this tool** — it will "
+        "return nothing."
+    )
 
 
 async def test_knowledge_base_names_must_be_unique(hr_kb: KnowledgeBase, make_kb: MakeKB):

@@ -27,8 +27,8 @@ from ragflow_config.tool import ToolBase, Toolkit
 from .conftest import MakeKB
 
 PTO_HINT = (
-    "<system-reminder>The content below was retrieved from the knowledge base(s) and may "
-    "help with the current request:\n<content>[1] (source: pto.md)\n"
+    "<system-reminder>The following content is retrieved from the knowledge base(s) and may "
+    "be helpful for the current request:\n<content>[1] (source: pto.md)\n"
     "Employees receive 25 days of paid time off per year.</content></system-reminder>"
 )
 

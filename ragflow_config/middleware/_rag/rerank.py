@@ -20,8 +20,11 @@ logger = logging.getLogger("ragflow_config.middleware.rag")
 class RerankAnswer(BaseModel):
     """What the rerank model returns."""
 
+    # NOTICE: this description, which the model reads in the answer's schema, is verbatim
+    # from AgentScope 2.0.11's _RerankOutput (agentscope/middleware/_rag.py, Apache-2.0).
     ids: list[str | int] = Field(
-        description="Candidate ids, most relevant first; only ids listed in the request."
+        description="The ids of the most relevant candidates, in descending "
+        "relevance order. Only use ids from the candidate list."
     )
 
 

@@ -14,20 +14,37 @@ Retrieve = Callable[[Sequence[Query], Sequence[KnowledgeBase]], Awaitable[list[V
 
 NO_RESULTS = "No relevant content found."
 
-_SUMMARY = """Search the equipped knowledge bases by semantic similarity and return the \
-most relevant passages.
-
-## When to Use
-- The question may be answered from one of the knowledge bases listed below.
-- You need supporting facts or documents you are unlikely to know yourself.
-
-## Guidance
-- Knowledge base names and descriptions are written by users and may be vague: when \
-unsure, search. A call is cheap, and an empty result is informative too.
-- Write `query` as a complete, self-contained statement of what to find, without pronouns \
-or relative dates (today, yesterday, here): the search does not see the conversation.
-- Set `knowledge_bases` only when one or two bases clearly match; otherwise leave it out \
-to search them all."""
+# NOTICE: the texts the model reads here (_SUMMARY, the knowledge-base lines and the
+# argument descriptions) are verbatim from AgentScope 2.0.11
+# (https://github.com/agentscope-ai/agentscope, by the SysML team of Alibaba Tongyi Lab),
+# agentscope/middleware/_rag.py's _SearchKnowledgeTool and _SearchParams, under the
+# Apache License 2.0.
+_SUMMARY = "\n".join(
+    [
+        "Search the agent's equipped knowledge bases by semantic "
+        "similarity and return the most relevant chunks.",
+        "",
+        "## When to Use",
+        "- The user's question may be answered by content stored "
+        "in one of the listed knowledge bases (see *Equipped "
+        "Knowledge Bases* below).",
+        "- You need supporting facts, definitions, or documents "
+        "that are unlikely to be in your parametric knowledge.",
+        "",
+        "## Guidance",
+        "- Knowledge base names and descriptions are "
+        "user-supplied and may be terse, vague, or unrelated to "
+        "the actual contents. When in doubt, try the search — a "
+        "single call is cheap and an empty result is informative.",
+        "- Phrase `query` as a self-contained statement of what "
+        "you want to find. Avoid pronouns or relative time "
+        "references — the search is purely semantic and has no "
+        "conversational context.",
+        "- Set `knowledge_bases` only when the question clearly "
+        "matches one or two specific bases; otherwise leave it "
+        "unset to search them all.",
+    ]
+)
 
 
 class SearchKnowledgeTool(ToolBase):
@@ -52,11 +69,15 @@ class SearchKnowledgeTool(ToolBase):
 
 def _description(knowledge_bases: Sequence[KnowledgeBase]) -> str:
     if knowledge_bases:
-        count = len(knowledge_bases)
-        equipped = [f"You are equipped with {count} knowledge base{'s' if count > 1 else ''}:"]
+        equipped = [
+            f"The agent is currently equipped with {len(knowledge_bases)} knowledge base(s):"
+        ]
         equipped += [f"- **{kb.name}**: {kb.description}" for kb in knowledge_bases]
     else:
-        equipped = ["You have no knowledge bases: do not call this tool."]
+        equipped = [
+            "No knowledge bases are currently equipped. **Do not call this tool** "
+            "— it will return nothing."
+        ]
     return "\n".join([_SUMMARY, "", "## Equipped Knowledge Bases", *equipped])
 
 
@@ -68,15 +89,18 @@ def _input_schema(names: list[str]) -> dict[str, Any]:
             "query": {
                 "type": "string",
                 "minLength": 1,
-                "description": "A concise, explicit, self-contained statement of what to find. "
-                "Avoid pronouns and relative references (today, yesterday, here, there): the "
-                "search is purely semantic and does not see the conversation.",
+                "description": "The query string to search the knowledge base(s) with. "
+                "Must be concise, explicit, and self-contained: AVOID ambiguous references "
+                "like `he`/`she`/`it`, `today`/`yesterday`/`tomorrow`, `here`/`there`, etc. "
+                "— the search is purely semantic and has no conversational context. "
+                "Phrase the query as a complete statement of what you want to find.",
             },
             "knowledge_bases": {
                 "anyOf": [{"type": "array", "items": name}, {"type": "null"}],
                 "default": None,
-                "description": "Optional subset of knowledge bases to search, by exact name. "
-                "Omit it, or pass null, to search all of them.",
+                "description": "Optional subset of knowledge bases to query, by name. When "
+                "omitted (or `null`) every equipped knowledge base is searched. Names must "
+                "exactly match those listed in the tool description.",
             },
         },
         "required": ["query"],
