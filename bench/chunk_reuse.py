@@ -1,7 +1,8 @@
 """Issue 26 item 1: what a re-run after small edits costs, with greedy and content-defined chunk boundaries.
 
     python bench/chunk_reuse.py                       # 2,000 files, minilm (about 10 min on 2 cores)
-    python bench/chunk_reuse.py --files 200 --model hashing   # a smoke run
+    python bench/chunk_reuse.py --files 200           # a smaller run
+    python bench/chunk_reuse.py --chunks-only         # no runs: the chunk counts alone, in seconds
 
 For each ``boundaries`` setting of the approx_token chunker (256/32, as in
 the other benchmarks) on a copy of one corpus (``make_corpus.py``): a full
@@ -12,6 +13,11 @@ that process and its children (the parser processes) are taken around it.
 Re-embedded chunks are the chunk texts of an edited document that its
 stored version did not hold: exactly what an update sends to the model
 (``tests/incremental/test_chunk_reuse.py``). Results print as a Markdown table.
+
+``--chunks-only`` skips the runs (whose full runs take most of an hour at
+2,000 files with minilm on a busy 2-core host) and counts the same chunks
+with the pipeline's own text parser and chunker, in memory: what an update
+would re-embed and how many chunks a full run embeds, without the model.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from cases import COLLECTION, OVERLAP, PIPELINE, STORE_BLOCKS, SUFFIXES
 from make_corpus import make_corpus, paragraphs
 
 from ragflow_config.pipeline import Pipeline
+from ragflow_config.rag import ApproxTokenChunker, TextParser
 
 SETTINGS = ("greedy", "content_defined")
 
@@ -77,17 +84,52 @@ async def chunk_texts(pipeline: Path) -> dict[str, list[str]]:
         return found
 
 
-def edit(corpus: Path, share: float, seed: int) -> list[str]:
-    """Insert one paragraph in the middle of ``share`` of the text files; their paths."""
+def edits(corpus: Path, share: float, seed: int) -> dict[Path, str]:
+    """``share`` of the text files, each with one paragraph inserted in the middle."""
     rng = random.Random(seed)
     pool = paragraphs()
     texts = sorted(p for p in corpus.rglob("*") if p.suffix in (".md", ".txt"))
-    chosen = rng.sample(texts, round(share * len(texts)))
-    for path in chosen:
+    edited = {}
+    for path in rng.sample(texts, round(share * len(texts))):
         blocks = path.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
         blocks.insert(len(blocks) // 2, rng.choice(pool))
-        path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
-    return sorted(path.relative_to(corpus).as_posix() for path in chosen)
+        edited[path] = "\n\n".join(blocks) + "\n"
+    return edited
+
+
+def edit(corpus: Path, share: float, seed: int) -> list[str]:
+    """Make the edits on disk; the edited files' paths."""
+    edited = edits(corpus, share, seed)
+    for path, text in edited.items():
+        path.write_text(text, encoding="utf-8")
+    return sorted(path.relative_to(corpus).as_posix() for path in edited)
+
+
+def count_chunks(corpus: Path, share: float, boundaries: str) -> dict:
+    """The text files' chunks, and what the edits would re-embed, without running anything."""
+    parser = TextParser()
+    chunker = ApproxTokenChunker(chunk_size=256, overlap=OVERLAP, boundaries=boundaries)
+
+    async def texts(data: str, name: str) -> list[str]:
+        chunks = await chunker.chunk(await parser.parse(data.encode(), name))
+        return [getattr(chunk.content, "text", "") for chunk in chunks]
+
+    files = sorted(p for p in corpus.rglob("*") if p.suffix in (".md", ".txt"))
+    chunks = {p: asyncio.run(texts(p.read_text(encoding="utf-8"), p.name)) for p in files}
+    edited = edits(corpus, share, seed=26)
+    re_embedded = 0
+    for path, text in edited.items():
+        before = set(chunks[path])
+        re_embedded += sum(
+            1 for chunk in asyncio.run(texts(text, path.name)) if chunk not in before
+        )
+    return {
+        "boundaries": boundaries,
+        "chunks": sum(map(len, chunks.values())),
+        "edited": len(edited),
+        "edited_chunks": sum(len(chunks[path]) for path in edited),
+        "re_embedded": re_embedded,
+    }
 
 
 def measure(source: Path, work: Path, model: str, boundaries: str, share: float) -> dict:
@@ -125,9 +167,25 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.1, help="share of text files edited")
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
     parser.add_argument("--work", type=Path, default=Path("/dev/shm/ragflow-chunk-reuse"))
+    parser.add_argument("--chunks-only", action="store_true", help="count chunks; run nothing")
     args = parser.parse_args()
     source = args.corpora / f"corpus-{args.files}"
     make_corpus(source, args.files)
+    if args.chunks_only:
+        counted = [count_chunks(source, args.share, b) for b in SETTINGS]
+        print(f"\n{args.files} files, text files only, chunks counted without running\n")
+        print(
+            "| boundaries | chunks | edited files | re-embedded / edited file | re-embedded / all |"
+        )
+        print("| --- " * 5 + "|")
+        for row in counted:
+            print(
+                f"| {row['boundaries']} | {row['chunks']} | {row['edited']} "
+                f"| {row['re_embedded'] / row['edited']:.2f} "
+                f"(of {row['edited_chunks'] / row['edited']:.1f}) "
+                f"| {row['re_embedded'] / row['chunks']:.2%} |"
+            )
+        return
     rows = [measure(source, args.work, args.model, b, args.share) for b in SETTINGS]
     shutil.rmtree(args.work, ignore_errors=True)
 
