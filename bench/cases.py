@@ -97,6 +97,7 @@ STORE_BLOCKS = {
     "qdrant": "    type: qdrant\n    parameters: {{path: {store}}}",
     # The server's DSN comes from $PGVECTOR_DSN, as a pipeline's secrets do.
     "pgvector": "    type: pgvector",
+    "milvus": "    type: milvus_lite\n    parameters: {{uri: {store}}}",  # Milvus Lite: a .db file
 }
 
 

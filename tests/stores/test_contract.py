@@ -386,6 +386,49 @@ async def test_list_documents_counts_thousands_of_chunks(
     }
 
 
+async def test_list_documents_pages_and_finds_documents_missing_chunk_0(
+    store: VectorStoreBase, collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pages of 5 rows, so 25 documents (75 chunks) span several pages of both reads.
+    for page_size in ("milvus._QUERY_PAGE", "qdrant._SCROLL_PAGE", "qdrant._LOCAL_SCROLL_PAGE"):
+        monkeypatch.setattr(f"ragflow_config.rag._stores.{page_size}", 5)
+    whole = {f"w{n:02}": "a" if n % 2 else "b" for n in range(25)}
+    records = [
+        make_record(doc, i, unit(i), {"tenant": tenant, "page": i}, total=3)
+        for doc, tenant in whole.items()
+        for i in range(3)
+    ]
+    # An interrupted write: chunk 0 (written last) and here chunk 1 are missing.
+    records += [make_record("cut", i, unit(i), {"tenant": "a", "page": i}) for i in (2, 3)]
+    # Chunk 0 outside the scope {"tenant": "a"}, the rest inside it.
+    records += [
+        make_record("split", i, unit(i), {"tenant": "b" if i == 0 else "a", "page": i})
+        for i in range(3)
+    ]
+    await store.create_collection(collection, DIMENSIONS)
+    await store.insert(collection, records)
+
+    summaries = {s.document_id: s for s in await store.list_documents(collection)}
+    assert {d: s.chunk_count for d, s in summaries.items()} == {
+        **{doc: 3 for doc in whole},
+        "cut": 2,
+        "split": 3,
+    }
+    assert {d: (s.source, s.metadata["page"]) for d, s in summaries.items()} == {
+        **{doc: (f"{doc}.txt", 0) for doc in whole},
+        "cut": ("cut.txt", 2),  # from the lowest-indexed chunk there is
+        "split": ("split.txt", 0),
+    }
+
+    scoped = {s.document_id: s for s in await store.list_documents(collection, {"tenant": "a"})}
+    assert {d: s.chunk_count for d, s in scoped.items()} == {
+        **{doc: 3 for doc, tenant in whole.items() if tenant == "a"},
+        "cut": 2,
+        "split": 2,
+    }
+    assert scoped["split"].metadata == {"tenant": "a", "page": 1}
+
+
 async def test_list_chunks_pages_by_chunk_index(store: VectorStoreBase, collection: str) -> None:
     await store.create_collection(collection, DIMENSIONS)
     records = [make_record("doc", i, unit(i % DIMENSIONS), {"tenant": "t"}, 25) for i in range(25)]

@@ -328,31 +328,45 @@ def matches_filter(metadata: dict[str, Any], metadata_filter: dict[str, Any] | N
     return True
 
 
-def summarize(rows: Iterable[tuple[str, dict[str, Any]]]) -> list[DocumentSummary]:
-    """Aggregate ``(document_id, chunk JSON)`` rows into one summary per document.
+async def summarize_keys(
+    keys: Iterable[tuple[str, int]],
+    heads: dict[str, dict[str, Any]],
+    read_chunk: Callable[[str, int], Awaitable[list[Chunk]]],
+) -> list[DocumentSummary]:
+    """One summary per document, from every chunk's ``(document_id, chunk_index)``
+    (to count them) and the chunk JSON of each document's chunk 0 (``heads``).
 
-    The chunk JSON needs only ``source``, ``chunk_index`` and ``metadata`` (a
-    store may leave the content out). ``source`` and ``metadata`` come from the
-    document's lowest-indexed chunk, so the summary does not depend on the
-    order rows come in, and a document whose chunk 0 is written last looks
-    complete only once it is.
+    So a store lists documents reading two small fields per chunk and one
+    chunk per document, not every chunk's data. Source and metadata come from
+    the document's lowest-indexed chunk, so a document whose chunk 0 is
+    written last looks complete only once it is. One whose chunk 0 is
+    missing (an interrupted write) takes source and metadata from its
+    lowest-indexed chunk, read alone by ``read_chunk(document_id, chunk_index)``
+    (such documents are few); one deleted in between is left out.
     """
-    first: dict[str, dict[str, Any]] = {}
     counts: dict[str, int] = {}
-    for document_id, chunk in rows:
+    lowest: dict[str, int] = {}
+    for document_id, chunk_index in keys:
         counts[document_id] = counts.get(document_id, 0) + 1
-        seen = first.get(document_id)
-        if seen is None or chunk["chunk_index"] < seen["chunk_index"]:
-            first[document_id] = chunk
-    return [
-        DocumentSummary(
-            document_id=document_id,
-            source=chunk.get("source", ""),
-            chunk_count=counts[document_id],
-            metadata=dict(chunk.get("metadata") or {}),
+        if chunk_index < lowest.get(document_id, chunk_index + 1):
+            lowest[document_id] = chunk_index
+    summaries = []
+    for document_id, count in counts.items():
+        head = heads.get(document_id) if lowest[document_id] == 0 else None
+        if head is None:
+            found = await read_chunk(document_id, lowest[document_id])
+            if not found:
+                continue
+            head = {"source": found[0].source, "metadata": found[0].metadata}
+        summaries.append(
+            DocumentSummary(
+                document_id=document_id,
+                source=head.get("source", ""),
+                chunk_count=count,
+                metadata=dict(head.get("metadata") or {}),
+            )
         )
-        for document_id, chunk in first.items()
-    ]
+    return summaries
 
 
 async def with_retries(

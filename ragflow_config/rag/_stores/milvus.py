@@ -31,7 +31,7 @@ from .base import (
     flatten_filter,
     matches_filter,
     refuse_unencodable,
-    summarize,
+    summarize_keys,
     with_retries,
 )
 
@@ -531,11 +531,28 @@ class MilvusLiteStore(VectorStoreBase):
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[DocumentSummary]:
-        rows = await self._query_all(
-            collection, self._expression(metadata_filter), ["document_id", "chunk"]
+        # Every chunk's two key fields, and the chunk JSON (content and all) of
+        # chunk 0s alone: a re-run's state read costs little per chunk.
+        expression = self._expression(metadata_filter)
+        key_fields = ["document_id", "chunk_index"]
+        if _approximate(metadata_filter):  # _exact then needs the metadata
+            key_fields.append("chunk")
+        keys = _exact(await self._query_all(collection, expression, key_fields), metadata_filter)
+        first = f"({expression}) and chunk_index == 0" if expression else "chunk_index == 0"
+        heads = _exact(
+            await self._query_all(collection, first, ["document_id", "chunk"]), metadata_filter
         )
-        rows = _exact(rows, metadata_filter)
-        return summarize((row["document_id"], row["chunk"]) for row in rows)
+        return await summarize_keys(
+            ((row["document_id"], row["chunk_index"]) for row in keys),
+            {row["document_id"]: row["chunk"] for row in heads},
+            lambda document_id, chunk_index: self.list_chunks(
+                collection,
+                document_id,
+                offset=chunk_index,
+                limit=1,
+                metadata_filter=metadata_filter,
+            ),
+        )
 
     async def list_chunks(
         self,

@@ -561,14 +561,21 @@ class PgVectorStore(VectorStoreBase):
         from psycopg import sql
 
         where, params = _where(metadata_filter)
-        # Aggregated in the database, so thousands of chunks are not sent over
-        # the wire; like ``summarize``, source and metadata come from the
-        # document's lowest-indexed chunk.
+        # Counted in the database from the key columns alone, then one lookup
+        # by primary key for each document's lowest-indexed chunk (chunk 0 but
+        # for an interrupted write), whose source and metadata the summary
+        # carries: a re-run's state read costs one row per document, not
+        # every chunk's JSON.
+        table = self._table(collection)
         statement = sql.SQL(
-            "SELECT DISTINCT ON (document_id) document_id, chunk->>'source', chunk->'metadata',"
-            " count(*) OVER (PARTITION BY document_id)"
-            " FROM {} WHERE {} ORDER BY document_id, chunk_index"
-        ).format(self._table(collection), where)
+            "SELECT counted.document_id, head.chunk->>'source', head.chunk->'metadata',"
+            " counted.chunks FROM"
+            " (SELECT document_id, count(*) AS chunks, min(chunk_index) AS lowest"
+            " FROM {table} WHERE {where} GROUP BY document_id) AS counted"
+            " CROSS JOIN LATERAL (SELECT chunk FROM {table} WHERE {where}"
+            " AND document_id = counted.document_id AND chunk_index = counted.lowest"
+            " LIMIT 1) AS head"
+        ).format(table=table, where=where)
 
         async def run(connection: Any) -> list[Any]:
             cursor = await connection.execute(statement, params)

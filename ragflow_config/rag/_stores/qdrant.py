@@ -25,7 +25,7 @@ from .base import (
     disk_failure,
     flatten_filter,
     refuse_unencodable,
-    summarize,
+    summarize_keys,
     with_retries,
 )
 
@@ -479,14 +479,37 @@ class QdrantStore(VectorStoreBase):
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[DocumentSummary]:
-        without_content = self._models().PayloadSelectorExclude(exclude=["chunk.content", _TERMS])
-        rows = [
-            (point.payload["document_id"], point.payload["chunk"])
+        # Every chunk's two key fields, and the rest of chunk 0s alone: a
+        # re-run's state read copies little per chunk. (Local mode still holds
+        # every point in memory: see the README, "Re-runs in CI".)
+        models = self._models()
+        keys = [
+            (point.payload["document_id"], point.payload["chunk"]["chunk_index"])
             async for point in self._scroll(
-                collection, self._filter(metadata_filter), without_content
+                collection,
+                self._filter(metadata_filter),
+                models.PayloadSelectorInclude(include=["document_id", "chunk.chunk_index"]),
             )
         ]
-        return summarize(rows)
+        heads = {
+            point.payload["document_id"]: point.payload["chunk"]
+            async for point in self._scroll(
+                collection,
+                self._filter(metadata_filter, chunk_indexes=range(1)),
+                models.PayloadSelectorExclude(exclude=["chunk.content", _TERMS]),
+            )
+        }
+        return await summarize_keys(
+            keys,
+            heads,
+            lambda document_id, chunk_index: self.list_chunks(
+                collection,
+                document_id,
+                offset=chunk_index,
+                limit=1,
+                metadata_filter=metadata_filter,
+            ),
+        )
 
     async def list_chunks(
         self,
