@@ -452,18 +452,27 @@ async def test_list_chunks_pages_by_chunk_index(store: VectorStoreBase, collecti
     assert third.content == records[3].chunk.content  # the whole block, as it was stored
 
 
+@pytest.mark.parametrize("lexical", [False, True], ids=["dense", "lexical"])
 async def test_document_vectors_gives_each_chunk_with_its_stored_vector(
-    store: VectorStoreBase, collection: str
+    store: VectorStoreBase, collection: str, lexical: bool
 ) -> None:
     rng = random.Random(5)
-    await store.create_collection(collection, DIMENSIONS)
+    if lexical and not store.supports_lexical:
+        return  # pinned by test_a_store_without_a_lexical_side_says_so
+    if lexical:  # a lexical collection holds a sparse vector beside the dense one
+        await store.create_lexical_collection(collection, DIMENSIONS)
+    else:
+        await store.create_collection(collection, DIMENSIONS)
 
     def normalised(vector: list[float]) -> list[float]:  # as embedding models give them
         norm = math.sqrt(sum(x * x for x in vector))
         return [x / norm for x in vector]
 
     records = [
-        make_record("doc", i, normalised(random_vector(rng)), {"rev": i % 2}, 6) for i in range(6)
+        make_record("doc", i, normalised(random_vector(rng)), {"rev": i % 2}, 6).model_copy(
+            update={"terms": {i + 1: 1.0} if lexical else None}
+        )
+        for i in range(6)
     ]
     await store.insert(collection, [*records, make_record("other", 0, unit(1))])
 
