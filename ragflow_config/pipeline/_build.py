@@ -12,6 +12,8 @@ from .._component import Component, is_path_field
 from ..embedding import EmbeddingModelBase
 from ..executors import ExecutorBase, LocalExecutor
 from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
+from ..rerankers import RerankerBase
+from ..rerankers._llm import LLMReranker
 from ._registry import Kind, Registry
 from ._spec import ComponentBlock, EmbeddingBlock, KnowledgeBaseSpec, PipelineSpec, VectorStoreBlock
 
@@ -122,6 +124,14 @@ async def build(
                 shared[key] = instance
             return shared[key]
 
+        async def reranker(name: str) -> RerankerBase:
+            instance: RerankerBase = await component("reranker", name, spec.rerankers)
+            if isinstance(instance, LLMReranker) and instance.model is None:
+                instance.model = await component(
+                    "chat_model", instance.parameters.chat_model, spec.chat_models
+                )
+            return instance
+
         built = BuiltPipeline(spec, folder, {}, [])
         built.executor = build_component(registry, "executor", spec.execution, folder)
         for kb_spec in wanted:
@@ -140,11 +150,7 @@ async def build(
                 collection=kb_spec.collection,
                 metadata_filter=kb_spec.metadata_filter,
                 retrieval=kb_spec.retrieval,
-                reranker=(
-                    await component("reranker", rerank.reranker, spec.rerankers)
-                    if rerank is not None
-                    else None
-                ),
+                reranker=await reranker(rerank.reranker) if rerank is not None else None,
             )
             built.knowledge_bases[kb_spec.name] = knowledge_base
             built.indexing[kb_spec.name] = IndexingPlan(

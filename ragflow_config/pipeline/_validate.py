@@ -372,6 +372,16 @@ def _reference_issues(data: dict[str, Any], locations: Locations) -> list[Config
                     _undefined(reranker, "rerankers", defined["rerankers"]),
                 )
             )
+    for name, block in _mapping(data.get("rerankers")).items():
+        block = _mapping(block)
+        chat_model = _mapping(block.get("parameters")).get("chat_model", "")
+        if block.get("type") == "llm" and chat_model not in defined["chat_models"]:
+            issues.append(
+                locations.issue(
+                    ("rerankers", name, "parameters", "chat_model"),
+                    _undefined(str(chat_model), "chat_models", defined["chat_models"]),
+                )
+            )
     for i, middleware in enumerate(_sequence(data.get("middlewares"))):
         middleware = _mapping(middleware)
         for j, name in enumerate(_sequence(middleware.get("knowledge_bases"))):

@@ -6,16 +6,18 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import CollectionMismatchError
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase
 from ..message import DataBlock, TextBlock
-from ..rerankers._base import RerankerBase
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
 from ._stores.base import VectorStoreBase, flatten_filter
+
+if TYPE_CHECKING:  # rerankers import rag's types
+    from ..rerankers import RerankerBase
 
 logger = logging.getLogger("ragflow_config.knowledge_base")
 
@@ -326,25 +328,7 @@ class KnowledgeBase:
             return await self._retrieve(queries, top_k, score_threshold, where)
         hits = await self._retrieve(queries, max(top_k, rerank.candidates), score_threshold, where)
         head, tail = hits[: rerank.candidates], hits[rerank.candidates :]
-        readable = [
-            (hit, hit.chunk.content.text)
-            for hit in head
-            if isinstance(hit.chunk.content, TextBlock)
-        ]
-        if readable:
-            query = "\n".join(
-                q.text if isinstance(q, TextBlock) else q
-                for q in queries
-                if not isinstance(q, DataBlock)
-            )
-            scores = await self._reranker.scores(query, [text for _, text in readable])
-            rescored = [
-                hit.model_copy(update={"score": score})
-                for (hit, _), score in zip(readable, scores, strict=True)
-            ]
-            rescored.sort(key=lambda hit: hit.score, reverse=True)  # stable: ties keep their order
-            # A reranker reads text: other candidates follow the ones it scored.
-            head = rescored + [h for h in head if not isinstance(h.chunk.content, TextBlock)]
+        head = await self._reranker.rerank(queries, head, top_k=len(head))
         return (head + tail)[:top_k]
 
     async def _retrieve(

@@ -16,12 +16,12 @@ from ...tool import ToolBase
 from .._base import HookStream, MiddlewareBase, NextHandler
 from .format import Query, format_results, queries_from, wrap_hint
 from .parameters import RAGParameters
-from .rerank import rerank
 from .search import search_across
 from .tool import SearchKnowledgeTool
 
 if TYPE_CHECKING:
     from ...agent import Agent
+    from ...rerankers import RerankerBase
 
 logger = logging.getLogger("ragflow_config.middleware.rag")
 
@@ -38,8 +38,10 @@ class RAGMiddleware(MiddlewareBase):
     :meth:`list_tools` offers a ``search_knowledge`` tool; register it in the
     agent's toolkit. Attach two instances to use both. The knowledge bases
     may use different embedding models: their rankings are merged by
-    reciprocal rank fusion, never by raw score. With a ``rerank_model`` each
-    search pulls ``rerank_candidate_k`` candidates and the model keeps
+    reciprocal rank fusion, never by raw score. With a ``reranker`` (any
+    component of ``ragflow_config.rerankers``, the one a knowledge base would
+    name) or a ``rerank_model`` (a chat model, made an ``LLMReranker``) each
+    search pulls ``rerank_candidate_k`` candidates and the reranker keeps
     ``top_k``. Its per-reply data is kept by reply id, so one instance can
     serve many agents and concurrent replies.
     """
@@ -52,9 +54,13 @@ class RAGMiddleware(MiddlewareBase):
         knowledge_bases: Sequence[KnowledgeBase],
         parameters: RAGParameters | None = None,
         rerank_model: ChatModelBase | None = None,
+        *,
+        reranker: RerankerBase | None = None,
         **options: Any,
     ) -> None:
         super().__init__(parameters, **options)
+        if reranker is not None and rerank_model is not None:
+            raise ValueError("pass a reranker or a rerank_model, not both")
         repeated = [name for name, n in Counter(kb.name for kb in knowledge_bases).items() if n > 1]
         if repeated:
             raise ValueError(
@@ -63,6 +69,12 @@ class RAGMiddleware(MiddlewareBase):
             )
         self.knowledge_bases = tuple(knowledge_bases)
         self.rerank_model = rerank_model
+        if rerank_model is not None:
+            # Imported here: the rerankers package imports this one's prompt and parameters.
+            from ...rerankers._llm import LLMReranker
+
+            reranker = LLMReranker(model=rerank_model, rerank_prompt=self.parameters.rerank_prompt)
+        self.reranker = reranker
         # The queries of each reply in progress, by reply id: replies of
         # several agents may run through this one middleware at once.
         self._queries: dict[str, list[Query]] = {}
@@ -80,7 +92,7 @@ class RAGMiddleware(MiddlewareBase):
         """Search (all, or the given) knowledge bases, merge, rerank; at most ``top_k`` hits."""
         p = self.parameters
         targets = self.knowledge_bases if knowledge_bases is None else knowledge_bases
-        if self.rerank_model is None:
+        if self.reranker is None:
             return await search_across(
                 targets, queries, limit=p.top_k, score_threshold=p.score_threshold
             )
@@ -89,9 +101,7 @@ class RAGMiddleware(MiddlewareBase):
         )
         if not candidates:
             return []
-        return await rerank(
-            self.rerank_model, queries, candidates, top_k=p.top_k, prompt=p.rerank_prompt
-        )
+        return await self.reranker.rerank(queries, candidates, top_k=p.top_k)
 
     async def on_reply(
         self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
