@@ -195,8 +195,8 @@ def _revision(file_hash: str, prints: dict[str, str]) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def _state(summary: DocumentSummary) -> dict[str, Any]:
-    state = summary.metadata.get(STATE_KEY)
+def _state(stored: DocumentSummary | Chunk) -> dict[str, Any]:
+    state = stored.metadata.get(STATE_KEY)
     return state if isinstance(state, dict) else {}
 
 
@@ -600,10 +600,10 @@ async def _reusable_vectors(
     revisions = {revision}
     if _complete(old_state) and not _changed_fields(old_state.get("fingerprint", {}), prints):
         revisions.add(old_state["revision"])
-    reusable: dict[str, list[float]] = {}
-    for stored in revisions:
-        found = await kb.document_vectors(document_id, where={STATE_KEY: {"revision": stored}})
-        for chunk, vector in found:
-            if isinstance(chunk.content, TextBlock):
-                reusable[chunk.content.text] = vector
-    return reusable
+    # One read of the whole document, sorted out here: a store's filtered read
+    # (Qdrant's local mode scans every point) costs the same for one revision as for all.
+    return {
+        chunk.content.text: vector
+        for chunk, vector in await kb.document_vectors(document_id)
+        if isinstance(chunk.content, TextBlock) and _state(chunk).get("revision") in revisions
+    }
