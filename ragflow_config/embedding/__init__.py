@@ -13,6 +13,7 @@ from ._base import (
     EmbeddingUsage,
 )
 from ._cache import EmbeddingCacheBase, FileEmbeddingCache
+from ._card import EmbeddingModelCard
 from ._hashing import HashingEmbeddingModel
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "EmbeddingCacheBase",
     "EmbeddingInput",
     "EmbeddingModelBase",
+    "EmbeddingModelCard",
     "EmbeddingParameters",
     "EmbeddingResponse",
     "EmbeddingUsage",

@@ -17,6 +17,7 @@ from .._component import Component, ComponentParameters
 from ..message import DataBlock, TextBlock
 from ..message._blocks import _new_id, _now
 from ._cache import EmbeddingCacheBase
+from ._card import EmbeddingModelCard
 
 EmbeddingInput = str | TextBlock | DataBlock
 
@@ -66,6 +67,8 @@ class EmbeddingModelBase(Component):
     #: threads of its own), so one process can run only one batch at a time: a
     #: runner with parser processes then embeds there, beside the parsing.
     cpu_bound: ClassVar[bool] = False
+    #: The provider's models, for :meth:`list_models`; none for a model of no provider.
+    model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = ()
     Parameters: ClassVar[type[ComponentParameters]] = EmbeddingParameters
     parameters: EmbeddingParameters
 
@@ -105,6 +108,18 @@ class EmbeddingModelBase(Component):
     @property
     def batch_size(self) -> int:
         return self.parameters.batch_size
+
+    @batch_size.setter
+    def batch_size(self, size: int) -> None:
+        """AgentScope's models take ``model.batch_size = n``; validated as the parameter is."""
+        self.parameters = self.parameters.model_validate(
+            self.parameters.model_dump() | {"batch_size": size}
+        )
+
+    @classmethod
+    def list_models(cls) -> list[EmbeddingModelCard]:
+        """The models of this provider that this class can call (AgentScope's method)."""
+        return [card.model_copy(deep=True) for card in cls.model_cards]
 
     def can_embed(self, item: EmbeddingInput) -> bool:
         """Whether this model takes ``item``: text always, a ``DataBlock`` only if multimodal."""

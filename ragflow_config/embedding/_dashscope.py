@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from ..credential import DashScopeCredential
+from ._card import EmbeddingModelCard
 from ._openai import OpenAICompatibleEmbeddingModel
 
 DASHSCOPE_COMPATIBLE_URL = "https://dashscope.aliyuncs.com/compatible-mode/v1"
@@ -41,3 +42,23 @@ class DashScopeEmbeddingModel(OpenAICompatibleEmbeddingModel):
     parameters: Parameters
     credential_type: ClassVar[type[DashScopeCredential]] = DashScopeCredential
     service_label: ClassVar[str] = "DashScope embeddings"
+    # NOTICE: the cards' facts (names, labels, dimensions, context sizes) are AgentScope
+    # 2.0.11's, from agentscope/embedding/_dashscope/_models/*.yaml
+    # (https://github.com/agentscope-ai/agentscope, Apache License 2.0).
+    # Only the text models: the compatible mode serves no multimodal one.
+    model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = (
+        EmbeddingModelCard(
+            name="text-embedding-v3",
+            label="Text Embedding v3",
+            dimensions=1024,
+            supported_dimensions=[1024, 768, 512, 256, 128, 64],
+            context_size=8192,
+        ),
+        EmbeddingModelCard(
+            name="text-embedding-v4",
+            label="Text Embedding v4",
+            dimensions=1024,
+            supported_dimensions=[2048, 1536, 1024, 768, 512, 256, 128, 64],
+            context_size=8192,
+        ),
+    )

@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from ..credential import GeminiCredential
+from ._card import EmbeddingModelCard
 from ._openai import OpenAICompatibleEmbeddingModel
 
 GEMINI_COMPATIBLE_URL = "https://generativelanguage.googleapis.com/v1beta/openai"
@@ -36,3 +37,23 @@ class GeminiEmbeddingModel(OpenAICompatibleEmbeddingModel):
     parameters: Parameters
     credential_type: ClassVar[type[GeminiCredential]] = GeminiCredential
     service_label: ClassVar[str] = "Gemini embeddings"
+    # NOTICE: the cards' facts (names, labels, dimensions, context sizes) are AgentScope
+    # 2.0.11's, from agentscope/embedding/_gemini/_models/*.yaml
+    # (https://github.com/agentscope-ai/agentscope, Apache License 2.0).
+    # gemini-embedding-2 also embeds images, video, audio and PDF, but not through this class.
+    model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = (
+        EmbeddingModelCard(
+            name="gemini-embedding-001",
+            label="Gemini Embedding 001",
+            dimensions=3072,
+            supported_dimensions=[3072, 1536, 768, 512, 256, 128],
+            context_size=2048,
+        ),
+        EmbeddingModelCard(
+            name="gemini-embedding-2",
+            label="Gemini Embedding 2",
+            dimensions=3072,
+            supported_dimensions=[3072, 1536, 768],
+            context_size=8192,
+        ),
+    )

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .._ollama import OLLAMA_URL, from_credential
 from ..credential import OllamaCredential
+from ._card import EmbeddingModelCard
 from ._openai import OpenAICompatibleEmbeddingModel
 
 
@@ -41,6 +42,8 @@ class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
 
     parameters: Parameters
     service_label: ClassVar[str] = "Ollama embeddings"
+    #: Which models a server has is the server's business (``ollama list``): no cards, as in AgentScope.
+    model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = ()
 
     def __init__(
         self,

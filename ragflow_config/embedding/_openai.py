@@ -16,6 +16,7 @@ from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
 from ..credential import OpenAICredential
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters
+from ._card import EmbeddingModelCard
 
 _ApiKeyCredential = ApiKeyCredential
 M = TypeVar("M", bound="OpenAICompatibleEmbeddingModel")
@@ -52,6 +53,25 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
     supports_multimodal: ClassVar[bool] = False
     credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
     service_label: ClassVar[str] = "OpenAI-compatible embeddings"
+    # NOTICE: the cards' facts (names, labels, dimensions, context sizes) are AgentScope
+    # 2.0.11's, from agentscope/embedding/_openai/_models/*.yaml
+    # (https://github.com/agentscope-ai/agentscope, Apache License 2.0).
+    model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = (
+        EmbeddingModelCard(
+            name="text-embedding-3-large",
+            label="Text Embedding 3 Large",
+            dimensions=3072,
+            supported_dimensions=[3072, 1536, 1024, 768, 512, 256],
+            context_size=8191,
+        ),
+        EmbeddingModelCard(
+            name="text-embedding-3-small",
+            label="Text Embedding 3 Small",
+            dimensions=1536,
+            supported_dimensions=[1536, 1024, 768, 512, 256],
+            context_size=8191,
+        ),
+    )
 
     def __init__(
         self,

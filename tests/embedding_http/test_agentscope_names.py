@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from ragflow_config.credential import (
     GeminiCredential,
@@ -103,3 +104,15 @@ def test_the_new_models_are_registered_types() -> None:
     registry = default_registry()
     assert registry.get("embedding", "ollama").cls is OllamaEmbeddingModel
     assert registry.get("embedding", "gemini").cls is GeminiEmbeddingModel
+
+
+async def test_batch_size_is_set_as_in_agentscope(server: EmbeddingServer) -> None:
+    model = OpenAIEmbeddingModel(model="m", dimensions=8, base_url=server.url, batch_size=64)
+    model.batch_size = 2
+    async with model:
+        response = await model(["a", "b", "c"])
+    assert response.embeddings == [server.vector_for(text) for text in "abc"]
+    assert sorted(len(seen.body["input"]) for seen in server.requests) == [1, 2]
+    with pytest.raises(ValidationError, match="batch_size"):
+        model.batch_size = 0
+    assert model.batch_size == 2
