@@ -352,12 +352,13 @@ async def summarize_keys(
             lowest[document_id] = chunk_index
     summaries = []
     for document_id, count in counts.items():
-        head = heads.get(document_id) if lowest[document_id] == 0 else None
-        if head is None:
+        if lowest[document_id] == 0:
+            head = heads.get(document_id)
+        else:
             found = await read_chunk(document_id, lowest[document_id])
-            if not found:
-                continue
-            head = {"source": found[0].source, "metadata": found[0].metadata}
+            head = {"source": found[0].source, "metadata": found[0].metadata} if found else None
+        if head is None:  # deleted between the reads
+            continue
         summaries.append(
             DocumentSummary(
                 document_id=document_id,
