@@ -6,7 +6,7 @@ import asyncio
 import time
 import weakref
 from abc import abstractmethod
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -60,6 +60,7 @@ class EmbeddingModelBase(Component):
     Subclasses implement :meth:`embed_batch` for one batch and declare
     ``model`` and ``dimensions``. Calling the model splits the inputs into
     batches of ``batch_size`` and runs up to ``max_concurrency`` at once.
+    A service that reports the tokens a batch cost overrides :meth:`_call_api`.
     """
 
     supports_multimodal: ClassVar[bool] = False
@@ -129,6 +130,14 @@ class EmbeddingModelBase(Component):
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         """Embed one batch; return one vector per input, in order."""
 
+    async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
+        """One batch as a response: its vectors and, when the service reports them, its tokens.
+
+        AgentScope's per-batch method, under its name, so that code written
+        for AgentScope's models (its tests patch it) drives these batches.
+        """
+        return EmbeddingResponse(embeddings=await self.embed_batch(inputs))
+
     async def __call__(self, inputs: Sequence[EmbeddingInput]) -> EmbeddingResponse:
         items = [item.text if isinstance(item, TextBlock) else item for item in inputs]
         if not items:  # nothing sent: no time, no tokens (AgentScope reports the same)
@@ -142,10 +151,12 @@ class EmbeddingModelBase(Component):
         started = time.perf_counter()
         source: Literal["cache", "api"] = "api"
         if self.embedding_cache is None:
-            embeddings = await batcher.embed(items)
+            embeddings, tokens = await batcher.embed(items)
         else:
-            embeddings, source = await self._through_cache(self.embedding_cache, batcher, items)
-        usage = EmbeddingUsage(time=time.perf_counter() - started)
+            embeddings, tokens, source = await self._through_cache(
+                self.embedding_cache, batcher, items
+            )
+        usage = EmbeddingUsage(time=time.perf_counter() - started, tokens=tokens)
         return EmbeddingResponse(embeddings=embeddings, source=source, usage=usage)
 
     def cache_identifier(self, item: str | DataBlock) -> dict[str, Any]:
@@ -162,24 +173,39 @@ class EmbeddingModelBase(Component):
 
     async def _through_cache(
         self, cache: EmbeddingCacheBase, batcher: _Batcher, items: list[str | DataBlock]
-    ) -> tuple[list[list[float]], Literal["cache", "api"]]:
-        """Cached vectors, the rest from the model (then cached); "cache" if all were cached."""
+    ) -> tuple[list[list[float]], int | None, Literal["cache", "api"]]:
+        """Cached vectors, the rest from the model (then cached), the tokens the model's
+        share cost (0 when there was none), and "cache" if all were cached."""
         keys = [self.cache_identifier(item) for item in items]
         found = await asyncio.gather(*(cache.retrieve(key) for key in keys))
         vectors: list[list[float] | None] = [
             hit[0] if hit and len(hit) == 1 else None for hit in found
         ]
         missing = [index for index, vector in enumerate(vectors) if vector is None]
+        tokens: int | None = 0
         if missing:
-            fresh = await batcher.embed([items[index] for index in missing])
+            fresh, tokens = await batcher.embed([items[index] for index in missing])
             for index, vector in zip(missing, fresh, strict=True):
                 vectors[index] = vector
             await asyncio.gather(
                 *(cache.store([vector], keys[i]) for i, vector in zip(missing, fresh, strict=True))
             )
-        return [
-            vector for vector in vectors if vector is not None
-        ], "cache" if not missing else "api"
+        return (
+            [vector for vector in vectors if vector is not None],
+            tokens,
+            "cache" if not missing else "api",
+        )
+
+
+@dataclass(eq=False)
+class _BatchTokens:
+    """What the service reported one batch cost, and how many inputs shared it."""
+
+    size: int
+    tokens: int | None
+
+
+_Waiting = tuple[str | DataBlock, asyncio.Future[tuple[list[float], _BatchTokens]]]
 
 
 class _Batcher:
@@ -194,26 +220,41 @@ class _Batcher:
 
     def __init__(self, model: EmbeddingModelBase) -> None:
         self._model = model
-        self._waiting: deque[tuple[str | DataBlock, asyncio.Future[list[float]]]] = deque()
+        self._waiting: deque[_Waiting] = deque()
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def embed(self, items: list[str | DataBlock]) -> list[list[float]]:
+    async def embed(self, items: list[str | DataBlock]) -> tuple[list[list[float]], int | None]:
+        """The items' vectors, and the tokens they cost when the service reported them.
+
+        Tokens are known only when every batch the items went in held none
+        but them: the service reports a batch's tokens, not each input's.
+        """
         loop = asyncio.get_running_loop()
-        futures = [loop.create_future() for _ in items]
+        futures: list[asyncio.Future[tuple[list[float], _BatchTokens]]] = [
+            loop.create_future() for _ in items
+        ]
         self._waiting.extend(zip(items, futures, strict=True))
         self._start_batches()
         try:
-            return list(await asyncio.gather(*futures))
+            results = await asyncio.gather(*futures)
         except BaseException:
             for future in futures:
                 future.cancel()
             raise
+        batches = Counter(batch for _, batch in results)
+        known = [
+            batch.tokens
+            for batch, mine in batches.items()
+            if mine == batch.size and batch.tokens is not None
+        ]
+        tokens = sum(known) if len(known) == len(batches) else None
+        return [vector for vector, _ in results], tokens
 
     def _start_batches(self) -> None:
         limit = self._model.parameters.max_concurrency
         while self._running < limit and self._waiting:
-            batch: list[tuple[str | DataBlock, asyncio.Future[list[float]]]] = []
+            batch: list[_Waiting] = []
             while self._waiting and len(batch) < self._model.batch_size:
                 item, future = self._waiting.popleft()
                 if not future.done():  # its call gave up
@@ -224,9 +265,11 @@ class _Batcher:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, batch: list[tuple[str | DataBlock, asyncio.Future[list[float]]]]) -> None:
+    async def _run(self, batch: list[_Waiting]) -> None:
         try:
-            vectors = await self._model.embed_batch([item for item, _ in batch])
+            response = await self._model._call_api([item for item, _ in batch])
+            vectors = response.embeddings
+            cost = _BatchTokens(len(batch), response.usage.tokens if response.usage else None)
             if len(vectors) != len(batch):
                 raise RuntimeError(
                     f"{type(self._model).__name__} returned {len(vectors)} vectors "
@@ -239,7 +282,7 @@ class _Batcher:
         else:
             for (_, future), vector in zip(batch, vectors, strict=True):
                 if not future.done():
-                    future.set_result(vector)
+                    future.set_result((vector, cost))
         finally:
             self._running -= 1
             self._start_batches()

@@ -6,6 +6,7 @@ and Text Embeddings Inference's OpenAI route.
 
 from __future__ import annotations
 
+import time
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
@@ -15,7 +16,7 @@ from .._errors import EmbeddingError
 from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
 from ..credential import OpenAICredential
 from ..message import DataBlock
-from ._base import EmbeddingModelBase, EmbeddingParameters
+from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, EmbeddingUsage
 from ._card import EmbeddingModelCard
 
 _ApiKeyCredential = ApiKeyCredential
@@ -27,8 +28,13 @@ class _EmbeddingItem(BaseModel):
     embedding: list[float]
 
 
+class _Usage(BaseModel):
+    total_tokens: int | None = None
+
+
 class _EmbeddingsBody(BaseModel):
     data: list[_EmbeddingItem]
+    usage: _Usage | None = None  # OpenAI and Ollama report it; not every compatible server does
 
 
 class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
@@ -99,21 +105,29 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
         return self._endpoint.service
 
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
-        if not all(isinstance(item, str) for item in batch):
+        return (await self._call_api(batch)).embeddings
+
+    async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
+        if not all(isinstance(item, str) for item in inputs):
             raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
         p = self.parameters
-        payload: dict[str, Any] = {"model": p.model, "input": batch, "encoding_format": "float"}
+        payload: dict[str, Any] = {"model": p.model, "input": inputs, "encoding_format": "float"}
         if p.send_dimensions:
             payload["dimensions"] = p.dimensions
+        started = time.perf_counter()
         body = await self._endpoint.post(
             "embeddings", payload, error=EmbeddingError, max_retries=p.max_retries
         )
-        return self._vectors(body, expected=len(batch))
+        vectors, tokens = self._vectors(body, expected=len(inputs))
+        usage = EmbeddingUsage(time=time.perf_counter() - started, tokens=tokens)
+        return EmbeddingResponse(embeddings=vectors, usage=usage)
 
-    def _vectors(self, body: Any, expected: int) -> list[list[float]]:
-        """The response's vectors in input order, checked for count and length."""
+    def _vectors(self, body: Any, expected: int) -> tuple[list[list[float]], int | None]:
+        """The response's vectors in input order, checked for count and length, and its
+        total tokens when it reports them."""
         try:
-            items = _EmbeddingsBody.model_validate(body).data
+            parsed = _EmbeddingsBody.model_validate(body)
+            items = parsed.data
         except ValidationError as exc:
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem["loc"])
@@ -132,7 +146,8 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
                     f"{self.service}: model {self.model!r} returned a vector of "
                     f"{len(item.embedding)} dimensions, but dimensions is {self.dimensions}"
                 )
-        return [item.embedding for item in sorted(items, key=lambda item: item.index)]
+        vectors = [item.embedding for item in sorted(items, key=lambda item: item.index)]
+        return vectors, parsed.usage.total_tokens if parsed.usage else None
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""

@@ -47,6 +47,8 @@ async def test_a_repeated_input_comes_from_the_cache(tmp_path: Path) -> None:
     assert third.source == "cache"
     assert third.embeddings == [first.embeddings[1], first.embeddings[0]]
     assert again.seen == ["fish"]
+    assert third.usage is not None and third.usage.tokens == 0  # no call, no tokens
+    assert second.usage is not None and second.usage.tokens is None  # the model reports none
 
 
 async def test_other_dimensions_do_not_share_entries(tmp_path: Path) -> None:

@@ -27,6 +27,8 @@ class EmbeddingServer(JSONServer):
         # Requests wait (up to 5s) until this many have been in flight at once.
         self.hold_until_in_flight: int | None = None
         self.linger = 0.0  # seconds every request stays in flight, so others can overlap it
+        # As OpenAI and Ollama do: usage.total_tokens, here one per word of the input.
+        self.report_usage = True
         self.in_flight = 0
         self.max_in_flight = 0
         self._state = threading.Condition()
@@ -63,4 +65,8 @@ class EmbeddingServer(JSONServer):
             for index, text in enumerate(body["input"])
         ]
         self._shuffle.shuffle(data)
-        return Reply(200, {"object": "list", "data": data, "model": body["model"]})
+        answer = {"object": "list", "data": data, "model": body["model"]}
+        if self.report_usage:
+            tokens = sum(len(text.split()) for text in body["input"])
+            answer["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return Reply(200, answer)

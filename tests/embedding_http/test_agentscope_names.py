@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import ValidationError
 
@@ -116,3 +118,29 @@ async def test_batch_size_is_set_as_in_agentscope(server: EmbeddingServer) -> No
     with pytest.raises(ValidationError, match="batch_size"):
         model.batch_size = 0
     assert model.batch_size == 2
+
+
+async def test_usage_counts_the_tokens_the_server_reports(server: EmbeddingServer) -> None:
+    async with OpenAIEmbeddingModel(model="m", dimensions=8, base_url=server.url) as model:
+        model.batch_size = 2
+        response = await model(["one", "two words", "and three words"])
+        assert len(server.requests) == 2
+        assert response.usage == EmbeddingUsage(time=response.usage.time, tokens=6)
+        server.report_usage = False
+        unreported = await model(["one"])
+    assert unreported.usage is not None and unreported.usage.tokens is None
+
+
+async def test_a_batch_shared_by_calls_reports_no_tokens_to_either(
+    server: EmbeddingServer,
+) -> None:
+    """The service counts a batch's tokens, not each input's: a call whose inputs shared a
+    batch with another call's cannot know its own share."""
+    options = {"batch_size": 2, "max_concurrency": 1}
+    async with OpenAIEmbeddingModel(
+        model="m", dimensions=8, base_url=server.url, **options
+    ) as model:
+        # The first call's batch runs alone; the next two calls' inputs wait, then go together.
+        alone, first, second = await asyncio.gather(model(["a b"]), model(["c d e"]), model(["f"]))
+    assert sorted(seen.body["input"] for seen in server.requests) == [["a b"], ["c d e", "f"]]
+    assert [r.usage.tokens for r in (alone, first, second) if r.usage] == [2, None, None]
