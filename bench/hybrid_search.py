@@ -1,12 +1,15 @@
 """KnowledgeBase.search per retrieval mode, on one indexed pipeline: what hybrid costs.
 
     python bench/hybrid_search.py PIPELINE.yaml KB TOPICS [--reps 3] [--top-k 10]
+        [--rerank-url URL [--rerank-api tei|cohere] [--rerank-candidates 50]]
 
 PIPELINE.yaml must have been run with `retrieval: {mode: hybrid}` (any mode
 with a lexical side); TOPICS holds one `<id>\\t<query>` line a query (as
 `../shared/data/ir/med/topics`). Each repetition runs every query through
 the same store with the knowledge base's retrieval switched to `dense`,
 `lexical`, `hybrid` (rrf) and `hybrid` (weighted), in rotating order.
+With ``--rerank-url`` (a TEI, Jina or Cohere ``/rerank`` server; its key
+in ``RERANK_API_KEY``), ``hybrid weighted + rerank`` is measured too.
 Reported per mode: median ms per query, the ratio to `dense` within each
 repetition (median over repetitions), and this process's CPU seconds
 (user + system; embedded stores run in it) beside the wall seconds.
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.rag import KnowledgeBase, RetrievalSettings
+from ragflow_config.rerankers import HttpReranker
 
 MODES = {
     "dense": {"mode": "dense"},
@@ -44,7 +48,18 @@ async def main() -> None:
     parser.add_argument("topics")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--rerank-url", help="base URL of a /rerank server")
+    parser.add_argument("--rerank-api", choices=["tei", "cohere"], default="tei")
+    parser.add_argument("--rerank-candidates", type=int, default=50)
     args = parser.parse_args()
+    modes = dict(MODES)
+    reranker = None
+    if args.rerank_url:
+        reranker = HttpReranker(base_url=args.rerank_url, api=args.rerank_api)
+        modes["hybrid weighted + rerank"] = {
+            **MODES["hybrid weighted"],
+            "rerank": {"reranker": "http", "candidates": args.rerank_candidates},
+        }
     queries = [
         line.split("\t", 1)[1]
         for line in Path(args.topics).read_text(encoding="utf-8").splitlines()
@@ -63,16 +78,17 @@ async def main() -> None:
                 retrieval=base.retrieval.model_copy(
                     update=dict(RetrievalSettings.model_validate(settings))
                 ),
+                reranker=reranker if "rerank" in settings else None,
             )
-            for name, settings in MODES.items()
+            for name, settings in modes.items()
         }
         for kb in bases.values():  # warm up: model loaded, collection checked
             await kb.search([queries[0]], top_k=args.top_k)
-        per_query: dict[str, list[float]] = {name: [] for name in MODES}
-        ratios: dict[str, list[float]] = {name: [] for name in MODES}
-        cpu_seconds: dict[str, float] = dict.fromkeys(MODES, 0.0)
-        wall_seconds: dict[str, float] = dict.fromkeys(MODES, 0.0)
-        names = list(MODES)
+        per_query: dict[str, list[float]] = {name: [] for name in modes}
+        ratios: dict[str, list[float]] = {name: [] for name in modes}
+        cpu_seconds: dict[str, float] = dict.fromkeys(modes, 0.0)
+        wall_seconds: dict[str, float] = dict.fromkeys(modes, 0.0)
+        names = list(modes)
         for rep in range(args.reps):
             order = names[rep % len(names) :] + names[: rep % len(names)]
             this_rep: dict[str, float] = {}
