@@ -13,14 +13,18 @@ PASSAGES = ["dogs bark at night", "cats sleep all day", "cats sleep in the sun a
 QUERY = "where do cats sleep in the day"
 
 
-async def test_tei_scores_come_back_in_passage_order(server: RerankServer) -> None:
+async def test_tei_scores_come_back_in_passage_order(
+    server: RerankServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RERANK_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-secret-1")  # another service's key
     async with HttpReranker(base_url=server.root) as reranker:
         scores = await reranker.scores(QUERY, PASSAGES)
     # Words shared with the query: none; cats, sleep, day; cats, sleep, in, the, day.
     assert scores == [0.0, 3.0, 5.0]
     [request] = server.requests
     assert (request.path, request.body) == ("/rerank", {"query": QUERY, "texts": PASSAGES})
-    assert "authorization" not in request.headers  # no key set, none sent
+    assert "authorization" not in request.headers  # RERANK_API_KEY unset: no key sent
 
 
 async def test_cohere_format_sends_model_and_top_n_with_the_key_from_the_environment(
