@@ -479,26 +479,30 @@ class QdrantStore(VectorStoreBase):
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[DocumentSummary]:
-        # Every chunk's two key fields, and the rest of chunk 0s alone: a
-        # re-run's state read copies little per chunk. (Local mode still holds
-        # every point in memory: see the README, "Re-runs in CI".)
+        # Every chunk's two key fields, then chunk 0s alone, by id: a re-run's
+        # state read copies little per chunk, and local mode (which scans
+        # every point in Python for a filtered scroll) scans once. It still
+        # holds every point in memory: see the README, "Re-runs in CI".
         models = self._models()
-        keys = [
-            (point.payload["document_id"], point.payload["chunk"]["chunk_index"])
-            async for point in self._scroll(
-                collection,
-                self._filter(metadata_filter),
-                models.PayloadSelectorInclude(include=["document_id", "chunk.chunk_index"]),
+        keys: list[tuple[str, int]] = []
+        first_ids = []
+        async for point in self._scroll(
+            collection,
+            self._filter(metadata_filter),
+            models.PayloadSelectorInclude(include=["document_id", "chunk.chunk_index"]),
+        ):
+            keys.append((point.payload["document_id"], point.payload["chunk"]["chunk_index"]))
+            if keys[-1][1] == 0:
+                first_ids.append(point.id)
+        without_content = models.PayloadSelectorExclude(exclude=["chunk.content", _TERMS])
+        heads: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(first_ids), _SCROLL_PAGE):
+            points = await self._call(
+                lambda ids=first_ids[start : start + _SCROLL_PAGE]: self.client.retrieve(
+                    collection, ids=ids, with_payload=without_content, with_vectors=False
+                )
             )
-        ]
-        heads = {
-            point.payload["document_id"]: point.payload["chunk"]
-            async for point in self._scroll(
-                collection,
-                self._filter(metadata_filter, chunk_indexes=range(1)),
-                models.PayloadSelectorExclude(exclude=["chunk.content", _TERMS]),
-            )
-        }
+            heads.update((point.payload["document_id"], point.payload["chunk"]) for point in points)
         return await summarize_keys(
             keys,
             heads,
