@@ -10,6 +10,7 @@ from ._errors import (
     ParserError,
     ParserFileNotFoundError,
     RagflowError,
+    UnsupportedInputError,
     VectorStoreError,
 )
 
@@ -25,6 +26,7 @@ __all__ = [
     "ParserError",
     "ParserFileNotFoundError",
     "RagflowError",
+    "UnsupportedInputError",
     "VectorStoreError",
     "__version__",
 ]

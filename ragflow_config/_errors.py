@@ -68,6 +68,13 @@ class EmbeddingError(RagflowError):
     """An embedding model failed: bad credentials, a rejected request, retries exhausted."""
 
 
+class UnsupportedInputError(RagflowError, TypeError, ValueError):
+    """A model was given an input it cannot take: a ``DataBlock`` for a text-only model.
+
+    A ``TypeError``, and a ``ValueError`` as AgentScope raises for it.
+    """
+
+
 class VectorStoreError(RagflowError):
     """A vector store is unreachable, timed out, or rejected an operation.
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from .._component import Component, ComponentParameters
+from .._errors import UnsupportedInputError
 from ..message import DataBlock, TextBlock
 from ..message._blocks import _new_id, _now
 from ._cache import EmbeddingCacheBase
@@ -143,7 +144,7 @@ class EmbeddingModelBase(Component):
         if not items:  # nothing sent: no time, no tokens (AgentScope reports the same)
             return EmbeddingResponse(embeddings=[], usage=EmbeddingUsage(time=0, tokens=0))
         if not all(map(self.can_embed, items)):
-            raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
+            raise UnsupportedInputError(f"{type(self).__name__} embeds text only; got a DataBlock")
         loop = asyncio.get_running_loop()
         batcher = self._batchers.get(loop)
         if batcher is None:  # one per event loop: a model may outlive an asyncio.run()

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .._errors import EmbeddingError
+from .._errors import EmbeddingError, UnsupportedInputError
 from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
 from ..credential import OpenAICredential
 from ..message import DataBlock
@@ -109,7 +109,7 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
 
     async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
         if not all(isinstance(item, str) for item in inputs):
-            raise TypeError(f"{type(self).__name__} embeds text only; got a DataBlock")
+            raise UnsupportedInputError(f"{type(self).__name__} embeds text only; got a DataBlock")
         p = self.parameters
         payload: dict[str, Any] = {"model": p.model, "input": inputs, "encoding_format": "float"}
         if p.send_dimensions:

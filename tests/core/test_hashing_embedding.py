@@ -67,6 +67,8 @@ async def test_text_blocks_embed_like_their_text_and_data_blocks_are_refused() -
     assert (await model([])).embeddings == []
     with pytest.raises(TypeError, match="text only"):
         await model([DataBlock.from_bytes(b"\x89PNG", "image/png")])
+    with pytest.raises(ValueError, match="text only"):  # what AgentScope's models raise
+        await model(["cats", DataBlock.from_bytes(b"\x89PNG", "image/png")])
 
 
 def test_identity_and_parameters() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from pydantic import ValidationError
 
+from ragflow_config import UnsupportedInputError
 from ragflow_config.credential import (
     GeminiCredential,
     MissingSecretError,
@@ -20,6 +21,7 @@ from ragflow_config.embedding import (
     OpenAICompatibleEmbeddingModel,
     OpenAIEmbeddingModel,
 )
+from ragflow_config.message import DataBlock
 from ragflow_config.pipeline._registry import default_registry
 
 from ._server import EmbeddingServer
@@ -144,3 +146,15 @@ async def test_a_batch_shared_by_calls_reports_no_tokens_to_either(
         alone, first, second = await asyncio.gather(model(["a b"]), model(["c d e"]), model(["f"]))
     assert sorted(seen.body["input"] for seen in server.requests) == [["a b"], ["c d e", "f"]]
     assert [r.usage.tokens for r in (alone, first, second) if r.usage] == [2, None, None]
+
+
+async def test_a_data_block_is_refused_with_agentscopes_value_error(
+    server: EmbeddingServer,
+) -> None:
+    async with OpenAIEmbeddingModel(model="m", dimensions=8, base_url=server.url) as model:
+        with pytest.raises(TypeError, match="text only") as refused:
+            await model(["a", DataBlock.from_bytes(b"\x89PNG", "image/png")])
+        with pytest.raises(ValueError, match="text only"):  # a batch alone, as AgentScope's
+            await model._call_api([DataBlock.from_bytes(b"\x89PNG", "image/png")])
+    assert isinstance(refused.value, UnsupportedInputError)
+    assert server.requests == []
