@@ -1,8 +1,8 @@
 """A real HTTP server on 127.0.0.1 that reranks in TEI's and Cohere's (Jina's) wire formats.
 
 A passage's score is the number of the query's words it contains, so a test
-knows the order to expect; the hits are sent back worst first, so a client
-that ignored their indexes would get the scores wrong.
+knows the order to expect; the hits are sent back last passage first, so a
+client that ignored their indexes would get the scores wrong.
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ class RerankServer(JSONServer):
         if self.required_key and headers.get("authorization") != f"Bearer {self.required_key}":
             return Reply(401, error_body("invalid api key"))
         texts = body["texts"] if "texts" in body else body["documents"]
-        scored = sorted(
-            ((i, overlap(body["query"], text)) for i, text in enumerate(texts)),
-            key=lambda pair: pair[1],
-        )
+        scored = [(i, overlap(body["query"], text)) for i, text in enumerate(texts)][::-1]
         if self.drop_last:
             scored = [pair for pair in scored if pair[0] != len(texts) - 1]
         if path == "/rerank":
