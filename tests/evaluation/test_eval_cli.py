@@ -195,3 +195,59 @@ def test_one_file_has_no_comparison_in_json(
     capsys.readouterr()
     assert main(["eval", str(path), "--json"]) == 0
     assert "comparisons" not in json.loads(capsys.readouterr().out)
+
+
+def test_eval_takes_one_or_two_files_and_needs_an_evaluation_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.5)
+    assert main(["eval", str(path), str(path), str(path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "error": {"message": "eval takes one pipeline file, or two to compare"}
+    }
+    assert main(["eval", str(path), "--kb", "other", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {
+        "error": {"message": f"{path}: no knowledge base with an `evaluation` block"}
+    }
+
+
+def test_trec_qrels_and_topics_are_found_beside_the_pipeline_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.9)
+    (tmp_path / "topics.tsv").write_text("1\thow many hours do cats sleep\n", encoding="utf-8")
+    (tmp_path / "judged.qrels").write_text("1 0 cats.md 1\n", encoding="utf-8")
+    text = path.read_text().replace("queries: queries.yaml", "queries: judged.qrels")
+    path.write_text(text.replace("k: 2", "k: 2\n      topics: topics.tsv"))
+    assert main(["run", str(path), "--workers", "0"]) == 0
+    monkeypatch.chdir(tmp_path / "corpus")  # not where the files are
+    capsys.readouterr()
+    assert main(["eval", str(path), "--json"]) == 0
+    [result] = json.loads(capsys.readouterr().out)["results"]["notes"].values()
+    assert result["query_count"] == 1
+
+
+def test_each_file_is_held_to_its_own_thresholds_and_every_miss_is_listed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missed = QUERIES + "  - {id: q4, query: zebra stripes savanna, relevant: [nowhere.md]}\n"
+    a = project(tmp_path, "a", 64, recall=0.9, queries=missed)
+    b = project(tmp_path, "b", 64, recall=0.8, queries=missed)
+    for path in (a, b):
+        assert main(["run", str(path), "--workers", "0"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(a), str(b), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["failures"] == [
+        f"{a}: notes: recall@2 = 0.75 < 0.90",
+        f"{b}: notes: recall@2 = 0.75 < 0.80",
+    ]
+
+
+def test_the_table_is_titled_with_the_knowledge_base_and_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project(tmp_path, "a", 64, recall=0.5)
+    assert main(["run", str(path), "--workers", "0"]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(path)]) == 0
+    assert f"notes ({path})" in capsys.readouterr().out
