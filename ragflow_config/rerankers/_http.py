@@ -41,8 +41,8 @@ class HttpReranker(RerankerBase):
     ``api: tei`` is Hugging Face Text Embeddings Inference (``{"query",
     "texts"}`` -> ``[{"index", "score"}]``); ``api: cohere`` is the form Cohere
     and Jina share (``{"model", "query", "documents", "top_n"}`` ->
-    ``{"results": [{"index", "relevance_score"}]}``; their ``base_url`` ends in
-    ``/v1``). The API key comes only from the variable ``api_key_env`` and is
+    ``{"results": [{"index", "relevance_score"}]}``; ``base_url`` is
+    ``https://api.jina.ai/v1`` or ``https://api.cohere.com/v2``). The API key comes only from the variable ``api_key_env`` and is
     sent as ``Authorization: Bearer``; local servers need none.
     """
 
