@@ -1,0 +1,62 @@
+"""What commands print beyond their reports: schema staleness, --shard errors, non-ASCII in JSON.
+
+Written for survivors of the mutation run over `cli/` (issue 27, item 4); each
+test failed on the mutants `bench/mutation.md` lists beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragflow_config.cli import main
+
+from .test_kb_commands import output_of, project
+
+
+def test_schema_check_names_each_stale_file_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "schemas"
+    assert main(["schema", "--out", str(out_dir)]) == 0
+    written = len(list(out_dir.rglob("*.json")))
+    assert output_of(capsys) == (f"wrote {written} schema files to {out_dir}\n", "")
+
+    assert main(["schema", "--check", "--out", str(out_dir)]) == 0
+    assert output_of(capsys) == (f"schemas in {out_dir} are up to date\n", "")
+
+    (out_dir / "pipeline.schema.json").write_text("{}", encoding="utf-8")
+    assert main(["schema", "--check", "--out", str(out_dir)]) == 1
+    assert output_of(capsys) == (
+        "",
+        f"{out_dir / 'pipeline.schema.json'}: out of date\nschemas are stale: run `ragflow-config schema`\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("shard", "problem"),
+    [("5/4", "'5/4': I must be between 1 and N"), ("x/4", "'x/4': expected I/N, like 2/4")],
+)
+def test_a_bad_shard_is_a_usage_error_saying_what_is_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shard: str, problem: str
+) -> None:
+    pipeline = project(tmp_path)
+    with pytest.raises(SystemExit) as exit:
+        main(["run", str(pipeline), "--shard", shard])
+    assert exit.value.code == 2
+    assert output_of(capsys)[1].endswith(f"error: argument --shard: {problem}\n")
+
+
+def test_json_output_keeps_non_ascii_text_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = project(tmp_path)
+    (tmp_path / "docs" / "red" / "café.md").write_text("Café au lait.\n", encoding="utf-8")
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
+    output_of(capsys)
+    assert main(["list", str(pipeline), "notes", "--json"]) == 0
+    out = output_of(capsys)[0]
+    assert '"source": "café.md"' in out
+    assert "café.md" in {document["source"] for document in json.loads(out)}
