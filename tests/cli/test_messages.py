@@ -60,3 +60,19 @@ def test_json_output_keeps_non_ascii_text_as_it_is(
     out = output_of(capsys)[0]
     assert '"source": "café.md"' in out
     assert "café.md" in {document["source"] for document in json.loads(out)}
+
+
+def test_the_run_summary_counts_each_kind_of_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = project(tmp_path)
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
+    (tmp_path / "docs" / "red" / "red0.md").write_text("Pears now.\n", encoding="utf-8")
+    (tmp_path / "docs" / "blue" / "blue0.md").unlink()
+    (tmp_path / "docs" / "blue" / "blank.md").write_text("\n", encoding="utf-8")
+    output_of(capsys)
+    assert main(["run", str(pipeline), "--workers", "0", "--prune"]) == 0
+    assert output_of(capsys)[0].startswith(
+        "notes: did add 0, update 1, delete 1; unchanged 4, kept 0, unsupported 0, "
+        "empty 1, failed 0; 1 chunk written\n"
+    )
