@@ -19,7 +19,7 @@ def test_unknown_keys_point_at_the_key_and_list_the_expected_ones(check: Check) 
         "of: chunker, collection, description, embedding, evaluation, max_delete_fraction, "
         "max_file_bytes, metadata_filter, name, on_error, parsers, prune, retrieval, sources, vector_store",
         "unknown_keys.yaml:19:9: knowledge_bases[0].chunker.parameters.chunk_overlap: unknown "
-        "key 'chunk_overlap'; expected one of: chunk_size, overlap",
+        "key 'chunk_overlap'; expected one of: boundaries, chunk_size, overlap",
     ]
 
 
