@@ -76,3 +76,18 @@ def test_the_run_summary_counts_each_kind_of_change(
         "notes: did add 0, update 1, delete 1; unchanged 4, kept 0, unsupported 0, "
         "empty 1, failed 0; 1 chunk written\n"
     )
+
+
+def test_a_file_skipped_for_its_size_is_reported_with_its_document_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = project(tmp_path)
+    pipeline.write_text(pipeline.read_text() + "    max_file_bytes: 1000\n", encoding="utf-8")
+    (tmp_path / "docs" / "red" / "large.md").write_text("x" * 1100, encoding="utf-8")
+    assert main(["run", str(pipeline), "--workers", "0", "--json"]) == 0
+    [kb] = json.loads(output_of(capsys)[0])["knowledge_bases"]
+    ids = {change["path"]: change["document_id"] for change in kb["changes"]}
+    skipped = [c for c in kb["changes"] if c["action"] == "unsupported"]
+    assert [c["path"] for c in skipped] == ["large.md"]
+    # An id like every other file's, so a report reader can match it to the store.
+    assert isinstance(ids["large.md"], str) and len(set(ids.values())) == len(ids) == 7
