@@ -45,6 +45,20 @@ class ComponentParameters(BaseModel):
                     )
         return data
 
+    # Parameters added to the component after collections were built with it,
+    # whose default keeps its old output. At that default they are left out of a
+    # run's fingerprint, so upgrading re-indexes nothing that would come out the same.
+    added_later: ClassVar[frozenset[str]] = frozenset()
+
+    def fingerprint_settings(self) -> dict[str, Any]:
+        """The settings a run's fingerprint digests: all but an added-later one at its default."""
+        settings = self.model_dump(mode="json")
+        for name in self.added_later:
+            field = type(self).model_fields[name]
+            if getattr(self, name) == field.get_default(call_default_factory=True):
+                del settings[name]
+        return settings
+
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         # A URL parameter (base_url, url, hosts) may hold a password or a key.
         for name, value in super().__repr_args__():

@@ -171,9 +171,9 @@ def fingerprint(plan: IndexingPlan) -> dict[str, str]:
     carrying the whole description.
     """
     model = plan.knowledge_base.embedding_model
-    chunker = {"type": plan.spec.chunker.type, **plan.chunker.parameters.model_dump(mode="json")}
+    chunker = {"type": plan.spec.chunker.type, **plan.chunker.parameters.fingerprint_settings()}
     parsers = [
-        {"type": block.type, **parser.parameters.model_dump(mode="json")}
+        {"type": block.type, **parser.parameters.fingerprint_settings()}
         for block, parser in zip(plan.spec.parsers, plan.parsers, strict=True)
     ]
     parts = {

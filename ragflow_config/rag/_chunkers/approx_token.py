@@ -45,6 +45,8 @@ class ApproxTokenChunker(SplittingChunker):
     chunker_type: ClassVar[str] = "approx_token"
 
     class Parameters(SplittingChunker.Parameters):
+        added_later: ClassVar[frozenset[str]] = frozenset({"boundaries"})
+
         chunk_size: int = Field(
             default=512,
             ge=1,

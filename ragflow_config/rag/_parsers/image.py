@@ -50,6 +50,8 @@ class ImageParser(ParserBase):
     requires: ClassVar[dict[str, str]] = {"PIL.Image": "rag"}
 
     class Parameters(ComponentParameters):
+        added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
+
         ocr: OcrMode = Field(
             default="never",
             description="Optical character recognition (the `ocr` extra): with `auto` or "

@@ -71,6 +71,8 @@ class PDFParser(ParserBase):
     requires: ClassVar[dict[str, str]] = {"pdfplumber": "rag"}
 
     class Parameters(ComponentParameters):
+        added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
+
         table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
         extract_tables: bool = Field(
             default=True,

@@ -1,0 +1,63 @@
+"""Upgrading re-indexes nothing that would come out the same.
+
+A parameter added to a component after collections were built with it
+(`added_later`) is left out of the run fingerprint at its default, which
+keeps the component's old output; set to anything else, it re-indexes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragflow_config.pipeline import Pipeline
+from ragflow_config.pipeline._run import fingerprint
+
+# The fingerprint of the pipeline below as ragflow-config computed it at
+# ca7b170, before approx_token had `boundaries` and pdf/image had `ocr`.
+BEFORE_THE_NEW_PARAMETERS = {"chunker": "05ddfce6b4316e95", "parsers": "7e919e42b0a7ecc8"}
+
+
+def pipeline(tmp_path: Path, chunker: str = "", pdf: str = "") -> Pipeline:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        f"""version: 1
+vector_stores:
+  local: {{type: qdrant, parameters: {{path: ./q}}}}
+embeddings:
+  h: {{type: hashing, parameters: {{dimensions: 64}}}}
+knowledge_bases:
+  - name: docs
+    sources: [{{path: docs}}]
+    parsers: [{{type: pdf{pdf}}}, {{type: image}}, {{type: text}}]
+    chunker: {{type: approx_token, parameters: {{chunk_size: 200{chunker}}}}}
+    embedding: h
+    vector_store: local
+    collection: docs
+"""
+    )
+    return Pipeline.load(path)
+
+
+async def prints(pipe: Pipeline) -> dict[str, str]:
+    async with pipe.build() as built:
+        return fingerprint(built.indexing["docs"])
+
+
+async def test_new_parameters_at_their_defaults_keep_the_old_fingerprint(tmp_path: Path) -> None:
+    found = await prints(pipeline(tmp_path))
+    assert {part: found[part] for part in BEFORE_THE_NEW_PARAMETERS} == BEFORE_THE_NEW_PARAMETERS
+    explicit = await prints(
+        pipeline(tmp_path, ", boundaries: greedy", ", parameters: {ocr: never}")
+    )
+    assert explicit == found
+
+
+async def test_new_parameters_set_otherwise_change_their_part(tmp_path: Path) -> None:
+    default = await prints(pipeline(tmp_path))
+    content_defined = await prints(pipeline(tmp_path, chunker=", boundaries: content_defined"))
+    assert content_defined["chunker"] != default["chunker"]
+    assert content_defined["parsers"] == default["parsers"]
+    ocr = await prints(pipeline(tmp_path, pdf=", parameters: {ocr: auto}"))
+    assert ocr["parsers"] != default["parsers"]
+    assert ocr["chunker"] == default["chunker"]
