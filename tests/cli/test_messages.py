@@ -91,3 +91,21 @@ def test_a_file_skipped_for_its_size_is_reported_with_its_document_id(
     assert [c["path"] for c in skipped] == ["large.md"]
     # An id like every other file's, so a report reader can match it to the store.
     assert isinstance(ids["large.md"], str) and len(set(ids.values())) == len(ids) == 7
+
+
+def test_search_prints_each_hit_indented_and_says_when_none_pass_the_threshold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = project(tmp_path)
+    (tmp_path / "docs" / "red" / "orchard.md").write_text(
+        "Orchards grow pears.\nOrchards grow plums.\n", encoding="utf-8"
+    )
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
+    output_of(capsys)
+    query = ["search", str(pipeline), "notes", "Orchards", "grow", "pears"]
+    assert main([*query, "--top-k", "1"]) == 0
+    assert output_of(capsys)[0].endswith(
+        "orchard.md  (chunk 0)\n    Orchards grow pears.\n    Orchards grow plums.\n\n"
+    )
+    assert main([*query, "--score-threshold", "1.01"]) == 0  # above any cosine similarity
+    assert output_of(capsys)[0] == "no results\n"
