@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import httpx
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 
 from ._component import ComponentParameters
 from ._errors import RagflowError
@@ -83,6 +83,13 @@ async def post_json(
         )
         await asyncio.sleep(delay)
     raise AssertionError("unreachable")
+
+
+def unexpected_response(service: str, exc: ValidationError) -> str:
+    """What a response that does not have the expected shape gets wrong: its first problem, by path."""
+    problem = exc.errors()[0]
+    where = ".".join(str(part) for part in problem["loc"])
+    return f"{service}: unexpected response: {where}: {problem['msg']}"
 
 
 def _is_transient(status: int) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from .._errors import EmbeddingError, UnsupportedInputError
-from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
+from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint, unexpected_response
 from ..credential import OpenAICredential
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, EmbeddingUsage
@@ -129,11 +129,7 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
             parsed = _EmbeddingsBody.model_validate(body)
             items = parsed.data
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise EmbeddingError(
-                f"{self.service}: unexpected response: {where}: {problem['msg']}"
-            ) from None
+            raise EmbeddingError(unexpected_response(self.service, exc)) from None
         indexes = sorted(item.index for item in items)
         if indexes != list(range(expected)):
             raise EmbeddingError(

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from pydantic import Field, ValidationError
 
 from .._errors import ChatModelError
-from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint
+from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint, unexpected_response
 from ..credential import OpenAICredential
 from ..message import Msg
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
@@ -79,11 +79,7 @@ class OpenAICompatibleChatModel(ChatModelBase):
         try:
             return ChatResponse(content=WireResponse.model_validate(body).blocks())
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise ChatModelError(
-                f"{self.service}: unexpected response: {where}: {problem['msg']}"
-            ) from None
+            raise ChatModelError(unexpected_response(self.service, exc)) from None
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError
 
 from .._errors import RagflowError
-from .._http import EndpointParameters, OpenAIEndpoint
+from .._http import EndpointParameters, OpenAIEndpoint, unexpected_response
 from ._base import RerankerBase
 
 
@@ -101,11 +101,7 @@ class HttpReranker(RerankerBase):
                 ]
             )
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            where = ".".join(str(part) for part in problem["loc"])
-            raise RerankError(
-                f"{self._endpoint.service}: unexpected response: {where}: {problem['msg']}"
-            ) from None
+            raise RerankError(unexpected_response(self._endpoint.service, exc)) from None
         by_index = dict(hits)
         if sorted(by_index) != list(range(len(passages))):
             raise RerankError(
