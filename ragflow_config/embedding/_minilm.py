@@ -128,6 +128,16 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         self._pieces_embedded = self._pieces_cut = self._texts_seen = 0
         self._warned_of_cuts = False
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy sent to another process (a Ray embedding task) loads its own session there.
+        state = super().__getstate__()
+        state["_load_lock"] = state["_runtime"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._load_lock = threading.Lock()
+
     @property
     def model(self) -> str:
         return "all-MiniLM-L6-v2-int8"

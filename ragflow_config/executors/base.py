@@ -39,6 +39,8 @@ class StartedExecutor(ABC):
 
     #: How many files the runner keeps in flight (read, waiting, or being written).
     files_in_flight: int
+    #: True when ``prepare`` embeds with any model, not only a ``cpu_bound`` one.
+    embeds_every_model: bool = False
 
     @abstractmethod
     async def prepare(

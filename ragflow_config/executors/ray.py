@@ -1,5 +1,9 @@
 """The Ray executor: each file is parsed (and chunked, and embedded by a ``cpu_bound`` model) by a Ray task.
 
+With ``embedding_cpus`` or ``embedding_gpus`` set, every model embeds in an
+embedding stage of its own: Ray tasks of ``embedding_batch_size`` texts that
+reserve those resources, so a GPU node embeds while CPU nodes parse.
+
 Ray schedules the tasks across a cluster's nodes and retries a task whose
 worker process or node died; the runner, in the driver, still decides what
 changed, writes to the store, prunes and reports, so a collection ends with
@@ -18,7 +22,8 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from .._errors import ParserError
-from ..embedding import EmbeddingModelBase
+from ..embedding import EmbeddingInput, EmbeddingModelBase
+from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
 from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
@@ -51,6 +56,22 @@ class RayExecutor(ExecutorBase):
             description="Times a file's task runs again elsewhere when its worker process or "
             "node dies; after that the file fails alone.",
         )
+        embedding_cpus: float | None = Field(
+            default=None,
+            gt=0,
+            description="CPUs each embedding task reserves. Set (or `embedding_gpus`), every "
+            "model embeds in Ray tasks of `embedding_batch_size` texts; unset, a model that "
+            "is not `cpu_bound` (such as `minilm`) embeds in the driver.",
+        )
+        embedding_gpus: float = Field(
+            default=0,
+            ge=0,
+            description="GPUs each embedding task reserves (a fraction shares one GPU); "
+            "above 0, every model embeds in Ray tasks, on nodes that have GPUs.",
+        )
+        embedding_batch_size: int = Field(
+            default=64, ge=1, description="Texts each embedding task embeds."
+        )
 
     parameters: Parameters
 
@@ -78,6 +99,15 @@ class RayTasks(StartedExecutor):
         self._task = ray.remote(_prepare_in_task).options(
             num_cpus=parameters.parse_cpus, max_retries=parameters.max_retries
         )
+        self.embeds_every_model = (
+            parameters.embedding_cpus is not None or parameters.embedding_gpus > 0
+        )
+        self._embedding_batch_size = parameters.embedding_batch_size
+        self._embed_task = ray.remote(_embed_in_task).options(
+            num_cpus=parameters.embedding_cpus or 0,
+            num_gpus=parameters.embedding_gpus,
+            max_retries=parameters.max_retries,
+        )
 
     async def prepare(
         self,
@@ -89,8 +119,11 @@ class RayTasks(StartedExecutor):
         backlog: int | None = None,
     ) -> Prepared:
         exceptions = self._ray.exceptions
+        embedding_stage = self.embeds_every_model and model is not None
         async with self._slots:
-            ref = self._task.remote(parser, chunker, model, data, filename)
+            ref = self._task.remote(
+                parser, chunker, None if embedding_stage else model, data, filename
+            )
             try:
                 prepared: Prepared = await asyncio.wait_for(
                     asyncio.wrap_future(ref.future()), self._timeout
@@ -107,7 +140,26 @@ class RayTasks(StartedExecutor):
                     "the Ray worker died while handling this file, on every retry "
                     f"(a crash in a parsing library, or out of memory): {type(exc).__name__}",
                 ) from None
-            return prepared
+        if embedding_stage and model is not None:
+            return await self._embed(model, prepared[0])
+        return prepared
+
+    async def _embed(self, model: EmbeddingModelBase, chunks: list[Chunk]) -> Prepared:
+        """``chunks`` with their vectors from the embedding stage, as the local executor makes them."""
+        # As in the local executor: a long document's vectors would all be in the
+        # driver's memory at once; the knowledge base embeds it a batch at a time.
+        if len(chunks) > KnowledgeBase.write_batch:
+            return chunks, None
+        texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
+        size = self._embedding_batch_size
+        refs = [
+            self._embed_task.remote(model, texts[i : i + size]) for i in range(0, len(texts), size)
+        ]
+        try:
+            batches = await asyncio.gather(*(asyncio.wrap_future(ref.future()) for ref in refs))
+        except self._ray.exceptions.RayTaskError as exc:  # the model's own error, as raised there
+            raise exc.cause from None
+        return chunks, [vector for batch in batches for vector in batch]
 
     def shutdown(self) -> None:
         if self._connected_here:
@@ -122,3 +174,7 @@ def _prepare_in_task(
     filename: str,
 ) -> Prepared:
     return _prepare_sync((parser, chunker, model, data, filename))
+
+
+def _embed_in_task(model: EmbeddingModelBase, texts: Sequence[EmbeddingInput]) -> list[list[float]]:
+    return asyncio.run(model(texts)).embeddings

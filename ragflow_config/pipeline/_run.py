@@ -494,8 +494,10 @@ async def _prepare(
             if media_type
             else "unknown file type: binary content, and no parser claims its extension",
         )
-    # A model that holds the GIL while it embeds runs in the parser processes, beside the parsing.
-    model = kb.embedding_model if kb.embedding_model.cpu_bound else None
+    # A model that holds the GIL while it embeds runs in the parser processes, beside the
+    # parsing; any model does when the executor has an embedding stage of its own (Ray's).
+    stage = processes is not None and processes.embeds_every_model
+    model = kb.embedding_model if kb.embedding_model.cpu_bound or stage else None
     vectors: list[list[float]] | None = None
     try:
         if processes is None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from incremental._corpus import write_corpus
 
+from executors._models import CountingMiniLM
 from executors._parsers import HangingTextParser, WorkerKillingTextParser
 from ragflow_config.cli import main
 from ragflow_config.executors.base import time_limit_reason
@@ -31,6 +32,7 @@ def registry() -> Registry:
     registry = Registry.from_entry_points()
     registry.register("parser", "hanging_text", HangingTextParser)
     registry.register("parser", "worker_killing_text", WorkerKillingTextParser)
+    registry.register("embedding", "counting_minilm", CountingMiniLM)
     return registry
 
 
@@ -41,6 +43,7 @@ def write_pipeline(
     execution: str = "{type: local}",
     parser: str = "text",
     include: str = '["**/*"]',
+    model: str = "{type: hashing, parameters: {dimensions: 64}}",
 ) -> Path:
     path = folder / "pipeline.yaml"
     folder.mkdir(parents=True, exist_ok=True)
@@ -50,7 +53,7 @@ def write_pipeline(
         vector_stores:
           store: {{type: qdrant, parameters: {{path: store}}}}
         embeddings:
-          model: {{type: hashing, parameters: {{dimensions: 64}}}}
+          model: {model}
         knowledge_bases:
           - name: docs
             sources: [{{path: {corpus}, include: {include}, allow_outside: true}}]
@@ -117,6 +120,25 @@ async def test_ray_fills_the_collection_the_local_executor_fills(
 
     again = await on_ray.run()
     assert not again.pending and set(counts(again)) == {"unchanged"}
+
+
+async def test_the_embedding_stage_embeds_in_ray_tasks_what_the_driver_would(
+    tmp_path: Path, registry: Registry
+) -> None:
+    source = tmp_path / "corpus"
+    write_corpus(source, 4)
+    model = "{type: counting_minilm}"  # not cpu_bound: without the stage, the driver embeds
+    local = Pipeline.load(write_pipeline(tmp_path / "local", source, model=model), registry)
+    execution = "{type: ray, parameters: {embedding_cpus: 1, embedding_batch_size: 3}}"
+    on_ray = Pipeline.load(
+        write_pipeline(tmp_path / "ray", source, execution=execution, model=model), registry
+    )
+    await local.run(options=RunOptions(workers=1))
+    assert CountingMiniLM.batches_in_this_process > 0
+    CountingMiniLM.batches_in_this_process = 0
+    ray_report = await on_ray.run()
+    assert not ray_report.failed and CountingMiniLM.batches_in_this_process == 0
+    assert_same(await contents(local), await contents(on_ray))
 
 
 def test_shards_on_ray_then_prune_equal_one_full_local_run(tmp_path: Path) -> None:
