@@ -1,7 +1,9 @@
-"""An embedding model that counts the batches it embeds in this process."""
+"""An embedding model that records where, and how many texts at a time, it embeds."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import ClassVar
 
 from ragflow_config.embedding import MiniLMEmbeddingModel
@@ -9,10 +11,18 @@ from ragflow_config.message import DataBlock
 
 
 class CountingMiniLM(MiniLMEmbeddingModel):
-    """``minilm``, counting its batches per process: the driver's count shows whether it embedded."""
+    """``minilm``, counting its batches per process (the driver's count shows whether it
+    embedded) and appending each batch's process id and size to ``batch_log``."""
 
+    class Parameters(MiniLMEmbeddingModel.Parameters):
+        batch_log: Path | None = None
+
+    parameters: Parameters
     batches_in_this_process: ClassVar[int] = 0
 
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         type(self).batches_in_this_process += 1
+        if self.parameters.batch_log is not None:
+            with self.parameters.batch_log.open("a", encoding="utf-8") as log:
+                log.write(f"{os.getpid()} {len(batch)}\n")
         return await super().embed_batch(batch)

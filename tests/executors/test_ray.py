@@ -8,6 +8,7 @@ chunk texts, payloads and vectors.
 from __future__ import annotations
 
 import asyncio
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -127,8 +128,12 @@ async def test_the_embedding_stage_embeds_in_ray_tasks_what_the_driver_would(
 ) -> None:
     source = tmp_path / "corpus"
     write_corpus(source, 4)
-    model = "{type: counting_minilm}"  # not cpu_bound: without the stage, the driver embeds
-    local = Pipeline.load(write_pipeline(tmp_path / "local", source, model=model), registry)
+    # Not cpu_bound: without the stage, the driver embeds it, a file's texts in one batch.
+    local = Pipeline.load(
+        write_pipeline(tmp_path / "local", source, model="{type: counting_minilm}"), registry
+    )
+    log = tmp_path / "batches.log"
+    model = f"{{type: counting_minilm, parameters: {{batch_log: '{log}'}}}}"
     execution = "{type: ray, parameters: {embedding_cpus: 1, embedding_batch_size: 3}}"
     on_ray = Pipeline.load(
         write_pipeline(tmp_path / "ray", source, execution=execution, model=model), registry
@@ -138,7 +143,13 @@ async def test_the_embedding_stage_embeds_in_ray_tasks_what_the_driver_would(
     CountingMiniLM.batches_in_this_process = 0
     ray_report = await on_ray.run()
     assert not ray_report.failed and CountingMiniLM.batches_in_this_process == 0
-    assert_same(await contents(local), await contents(on_ray))
+    on_local, on_cluster = await contents(local), await contents(on_ray)
+    assert_same(on_local, on_cluster)
+    batches = [line.split() for line in log.read_text(encoding="utf-8").splitlines()]
+    # Batches of embedding_batch_size texts, in Ray workers, covering every chunk once.
+    assert max(int(size) for _, size in batches) == 3
+    assert sum(int(size) for _, size in batches) == len(on_cluster)
+    assert str(os.getpid()) not in {pid for pid, _ in batches}
 
 
 def test_shards_on_ray_then_prune_equal_one_full_local_run(tmp_path: Path) -> None:
