@@ -54,6 +54,19 @@ class EmbeddingParameters(ComponentParameters):
     batch_size: int = Field(default=32, ge=1, description="Inputs per model call.")
     max_concurrency: int = Field(default=4, ge=1, description="Batches in flight at once.")
 
+    #: Settings that change how vectors are made (batching, threads, timeouts),
+    #: never what they are. An embedding cache's key holds every other setting:
+    #: a setting left out wrongly would serve one configuration's vectors to another.
+    vector_neutral: ClassVar[frozenset[str]] = frozenset({"batch_size", "max_concurrency"})
+
+    def vector_settings(self) -> dict[str, Any]:
+        """The settings that shape the vectors: all but ``vector_neutral`` ones."""
+        return {
+            name: value
+            for name, value in self.fingerprint_settings().items()
+            if name not in self.vector_neutral
+        }
+
 
 class EmbeddingModelBase(Component):
     """Turns texts (and, for multimodal models, data blocks) into vectors.
@@ -170,6 +183,7 @@ class EmbeddingModelBase(Component):
             "model": self.model,
             "dimensions": self.dimensions,
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "settings": self.parameters.vector_settings(),
         }
 
     async def _through_cache(
@@ -180,7 +194,8 @@ class EmbeddingModelBase(Component):
         keys = [self.cache_identifier(item) for item in items]
         found = await asyncio.gather(*(cache.retrieve(key) for key in keys))
         vectors: list[list[float] | None] = [
-            hit[0] if hit and len(hit) == 1 else None for hit in found
+            hit[0] if hit and len(hit) == 1 and len(hit[0]) == self.dimensions else None
+            for hit in found
         ]
         missing = [index for index, vector in enumerate(vectors) if vector is None]
         tokens: int | None = 0

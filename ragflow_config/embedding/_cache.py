@@ -3,20 +3,26 @@
 Named and shaped as AgentScope's (``EmbeddingCacheBase``, ``FileEmbeddingCache``).
 A model given ``embedding_cache=`` looks each input up before calling its
 service and stores what the service returns. Unlike AgentScope's, the key is
-one input (with the model's class, name and dimensions), not a whole batch:
-batches here mix inputs from concurrent calls, so a batch would rarely recur.
+one input (with the model's class, name, dimensions and the settings that
+shape its vectors), not a whole batch: batches here mix inputs from
+concurrent calls, so a batch would rarely recur.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import hashlib
+import hmac
 import json
 import logging
 import os
+import re
 import struct
 import sys
+import tempfile
+import time
 from abc import ABC, abstractmethod
 from array import array
 from pathlib import Path
@@ -25,6 +31,19 @@ from typing import Any
 logger = logging.getLogger("ragflow_config.embedding")
 
 _NPY_MAGIC = b"\x93NUMPY\x01\x00"
+_CHECKSUM_BYTES = 16
+# Only files named as entries are ever evicted: a cache pointed at a folder
+# that holds other .npy files must not delete them.
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.npy")
+_TEMPORARY_SUFFIX = ".npy.tmp"
+# A temporary file this old was left by a writer that died before renaming it.
+_ABANDONED_SECONDS = 3600.0
+# A limited cache is checked once per process before its first store, then
+# after every sixteenth of a limit stored by that process, trimming the folder
+# to fifteen sixteenths: one writer never exceeds a limit, and a check, which
+# lists the folder, costs a sixteenth of a limit's stores, not one per store.
+_CHECK_EVERY = 16
+_stored_since_check: dict[Path, tuple[int, int]] = {}  # cache_dir -> (entries, bytes), this process
 
 
 class EmbeddingCacheBase(ABC):
@@ -57,10 +76,21 @@ class FileEmbeddingCache(EmbeddingCacheBase):
     """One ``.npy`` file per identifier in ``cache_dir`` (made absolute now, created on first store).
 
     The file's name is the SHA-256 of the identifier as JSON; its content a
-    2-D float64 array in NumPy's ``.npy`` format (written without NumPy).
-    ``max_file_number`` and ``max_cache_size`` (MB) bound the folder: after a
-    store the oldest files go first; an entry larger than the whole budget is
-    not kept. ``clear`` deletes only ``.npy`` files.
+    2-D float64 array in NumPy's ``.npy`` format (written without NumPy; ``numpy.load``
+    reads it), then a 16-byte BLAKE2b checksum of that array keyed by the name.
+    A file is written whole under a temporary name, then renamed: readers
+    never see half of one, and processes sharing the folder may write the
+    same entry at once. A file whose checksum does not match (torn by a
+    crash, damaged, copied under another entry's name, written by another
+    program) is a miss and is deleted, so the fresh vector replaces it.
+
+    ``max_file_number`` and ``max_cache_size`` (MB) bound the folder, the
+    least recently used entries (by modification time, which a hit renews)
+    going first; an entry larger than the whole size budget is not kept. A
+    process checks the folder before its first store, then after each
+    sixteenth of a limit it has stored, trimming it to fifteen sixteenths:
+    ``P`` processes writing at once can exceed a limit by ``P - 1``
+    sixteenths of it, until their next check. ``clear`` deletes the entries.
     """
 
     def __init__(
@@ -87,8 +117,7 @@ class FileEmbeddingCache(EmbeddingCacheBase):
         await asyncio.to_thread(self._store, embeddings, self.path_for(identifier), overwrite)
 
     async def retrieve(self, identifier: dict[str, Any]) -> list[list[float]] | None:
-        path = self.path_for(identifier)
-        return await asyncio.to_thread(_read_npy, path)
+        return await asyncio.to_thread(self._retrieve, self.path_for(identifier))
 
     async def remove(self, identifier: dict[str, Any]) -> None:
         path = self.path_for(identifier)
@@ -101,8 +130,23 @@ class FileEmbeddingCache(EmbeddingCacheBase):
 
     def _clear(self) -> None:
         if self.cache_dir.is_dir():
-            for path in self.cache_dir.glob("*.npy"):
-                path.unlink(missing_ok=True)
+            for path in self.cache_dir.iterdir():
+                if _ENTRY_NAME.fullmatch(path.name):
+                    path.unlink(missing_ok=True)
+
+    def _retrieve(self, path: Path) -> list[list[float]] | None:
+        try:
+            raw = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        vectors = _entry_vectors(raw, bytes.fromhex(path.stem))
+        if vectors is None:
+            logger.warning("embedding cache: %s is damaged; its input is embedded again", path)
+            path.unlink(missing_ok=True)
+            return None
+        with contextlib.suppress(OSError):  # a read-only cache still answers
+            os.utime(path)  # recently used: the last to be evicted
+        return vectors
 
     def _store(self, embeddings: list[list[float]], path: Path, overwrite: bool) -> None:
         if path.exists():
@@ -110,32 +154,96 @@ class FileEmbeddingCache(EmbeddingCacheBase):
                 raise RuntimeError(f"{path} exists and is not a regular file")
             if not overwrite:
                 return
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".npy.tmp")
-        temporary.write_bytes(_npy_bytes(embeddings))
-        temporary.replace(path)  # a reader never sees half a file
-        self._enforce_limits(path)
-
-    def _enforce_limits(self, new: Path) -> None:
+        content = _entry_bytes(embeddings, bytes.fromhex(path.stem))
         limit = None if self.max_cache_size is None else self.max_cache_size * 1024 * 1024
-        if limit is not None and new.stat().st_size > limit:
+        if self.max_file_number == 0 or (limit is not None and len(content) > limit):
             logger.warning(
-                "embedding cache: an entry of %d bytes exceeds the cache size", new.stat().st_size
+                "embedding cache: an entry of %d bytes exceeds the cache's limits", len(content)
             )
-            new.unlink(missing_ok=True)
-        files = sorted(self.cache_dir.glob("*.npy"), key=lambda path: path.stat().st_mtime)
-        if self.max_file_number is not None:
-            while len(files) > self.max_file_number:
-                oldest = files.pop(0)
-                logger.info("embedding cache: removing %s (file limit)", oldest.name)
-                oldest.unlink(missing_ok=True)
-        if limit is not None:
-            total = sum(path.stat().st_size for path in files)
-            while files and total > limit:
-                oldest = files.pop(0)
-                total -= oldest.stat().st_size
-                logger.info("embedding cache: removing %s (size limit)", oldest.name)
-                oldest.unlink(missing_ok=True)
+            return
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        if self._check_due(len(content), limit):
+            self._trim(limit, len(content))
+        # A name of its own per writer: two processes storing one entry never share a file.
+        handle, temporary = tempfile.mkstemp(
+            dir=self.cache_dir, prefix=f".{path.stem[:16]}-", suffix=_TEMPORARY_SUFFIX
+        )
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(content)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def _check_due(self, size: int, limit: float | None) -> bool:
+        """Count a store by this process; whether the folder is to be checked before it."""
+        if self.max_file_number is None and limit is None:
+            return False
+        entries, stored = _stored_since_check.get(self.cache_dir, (-1, 0))
+        entries, stored = entries + 1, stored + size
+        due = (
+            entries == 0  # this process's first store
+            or (self.max_file_number is not None and entries > self.max_file_number // _CHECK_EVERY)
+            or (limit is not None and stored > limit / _CHECK_EVERY)
+        )
+        _stored_since_check[self.cache_dir] = (0, 0) if due else (entries, stored)
+        return due
+
+    def _trim(self, limit: float | None, incoming: int) -> None:
+        """Evict the least recently used entries, leaving room for the ``incoming`` bytes'
+        entry and a sixteenth of each limit."""
+        keep_files = (
+            None
+            if self.max_file_number is None
+            else self.max_file_number - self.max_file_number // _CHECK_EVERY - 1
+        )
+        keep_bytes = None if limit is None else limit - limit / _CHECK_EVERY - incoming
+        now = time.time()
+        entries: list[tuple[float, str, int]] = []
+        with os.scandir(self.cache_dir) as scan:
+            for entry in scan:
+                try:
+                    status = entry.stat()
+                except FileNotFoundError:  # another process evicted it meanwhile
+                    continue
+                if _ENTRY_NAME.fullmatch(entry.name):
+                    entries.append((status.st_mtime, entry.path, status.st_size))
+                elif (
+                    entry.name.endswith(_TEMPORARY_SUFFIX)
+                    and now - status.st_mtime > _ABANDONED_SECONDS
+                ):
+                    Path(entry.path).unlink(missing_ok=True)
+        entries.sort()
+        files, total = len(entries), sum(size for _, _, size in entries)
+        for _, path, size in entries:
+            over_files = keep_files is not None and files > keep_files
+            over_bytes = keep_bytes is not None and total > keep_bytes
+            if not (over_files or over_bytes):
+                break
+            logger.info("embedding cache: evicting %s", os.path.basename(path))
+            Path(path).unlink(missing_ok=True)
+            files, total = files - 1, total - size
+
+
+def _entry_bytes(embeddings: list[list[float]], key: bytes) -> bytes:
+    """The array as ``numpy.save`` writes it, then its checksum keyed by ``key`` (the entry's name)."""
+    array_bytes = _npy_bytes(embeddings)
+    return array_bytes + _checksum(array_bytes, key)
+
+
+def _checksum(array_bytes: bytes, key: bytes) -> bytes:
+    return hashlib.blake2b(array_bytes, digest_size=_CHECKSUM_BYTES, key=key).digest()
+
+
+def _entry_vectors(raw: bytes, key: bytes) -> list[list[float]] | None:
+    """The vectors ``_entry_bytes`` wrote under ``key``; ``None`` for anything else."""
+    array_bytes, checksum = raw[:-_CHECKSUM_BYTES], raw[-_CHECKSUM_BYTES:]
+    if len(raw) <= _CHECKSUM_BYTES or not hmac.compare_digest(
+        _checksum(array_bytes, key), checksum
+    ):
+        return None
+    return _read_npy(array_bytes)
 
 
 def _npy_bytes(embeddings: list[list[float]]) -> bytes:
@@ -154,25 +262,14 @@ def _npy_bytes(embeddings: list[list[float]]) -> bytes:
     return _NPY_MAGIC + struct.pack("<H", len(header_bytes)) + header_bytes + data.tobytes()
 
 
-def _read_npy(path: Path) -> list[list[float]] | None:
-    """The array ``_npy_bytes`` (or ``numpy.save``) wrote, or ``None`` for a missing or other file."""
-    try:
-        raw = path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
-        return None
-    if not raw.startswith(_NPY_MAGIC):
-        return None
+def _read_npy(raw: bytes) -> list[list[float]]:
+    """The 2-D float64 array of ``_npy_bytes`` (whose checksum vouched for them)."""
     (length,) = struct.unpack("<H", raw[8:10])
     header = ast.literal_eval(raw[10 : 10 + length].decode("latin1"))
-    codes = {"<f8": "d", "<f4": "f"}
-    if header.get("fortran_order") or header.get("descr") not in codes:
-        return None
-    if len(header.get("shape", ())) != 2:
-        return None
     rows, columns = header["shape"]
-    data = array(codes[header["descr"]])
+    data = array("d")
     data.frombytes(raw[10 + length :])
     if sys.byteorder == "big":
         data.byteswap()
-    values = [float(value) for value in data]
+    values = data.tolist()
     return [values[row * columns : (row + 1) * columns] for row in range(rows)]

@@ -77,6 +77,13 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
     }
 
     class Parameters(EmbeddingParameters):
+        # The session's batching and threads; the model file's sha256 is pinned.
+        vector_neutral: ClassVar[frozenset[str]] = EmbeddingParameters.vector_neutral | {
+            "max_batch_tokens",
+            "threads",
+            "model_path",
+        }
+
         batch_size: int = Field(
             default=32, ge=1, description="Texts tokenized and embedded together."
         )

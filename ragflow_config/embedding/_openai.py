@@ -48,6 +48,14 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
     """
 
     class Parameters(EmbeddingParameters, EndpointParameters):
+        # How requests are made; `base_url` stays in a cache's key: another server
+        # may serve another model under the same name.
+        vector_neutral: ClassVar[frozenset[str]] = EmbeddingParameters.vector_neutral | {
+            "timeout",
+            "max_retries",
+            "api_key_env",
+        }
+
         dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
         send_dimensions: bool = Field(
             default=True,
