@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._component import Component, is_path_field
-from ..embedding import EmbeddingModelBase
+from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, FileEmbeddingCache
 from ..executors import ExecutorBase, LocalExecutor
 from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
 from ..rerankers import RerankerBase
@@ -81,6 +81,8 @@ class BuiltPipeline:
     middlewares: list[Any]
     indexing: dict[str, IndexingPlan] = field(default_factory=dict)
     executor: ExecutorBase = field(default_factory=LocalExecutor)
+    # What `run` embeds through (the models keep none of their own, so searches write nothing).
+    embedding_cache: EmbeddingCacheBase | None = None
 
     def knowledge_base(self, name: str) -> KnowledgeBase:
         try:
@@ -134,6 +136,13 @@ async def build(
 
         built = BuiltPipeline(spec, folder, {}, [])
         built.executor = build_component(registry, "executor", spec.execution, folder)
+        if spec.embedding_cache is not None:
+            settings = spec.embedding_cache
+            built.embedding_cache = FileEmbeddingCache(
+                (folder / Path(settings.path).expanduser()).resolve(),
+                max_file_number=settings.max_entries,
+                max_cache_size=None if settings.max_bytes is None else settings.max_bytes / 2**20,
+            )
         for kb_spec in wanted:
             store: VectorStoreBase = await component(
                 "vector_store", kb_spec.vector_store, spec.vector_stores

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
+from ..embedding import EmbeddingCacheBase, EmbeddingModelBase
 from ..executors import ExecutorBase, StartedExecutor
 from ..executors.local import parse_and_chunk
 from ..message import TextBlock
@@ -229,6 +230,7 @@ async def run(
     freeze = gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
+    cached = _embedding_through(built.embedding_cache, chosen)
     try:
         for plan in chosen:
             reports.append(
@@ -239,7 +241,29 @@ async def run(
             gc.unfreeze()
         if processes is not None:
             processes.shutdown()
+        for model in cached:
+            model.embedding_cache = None
     return RunReport(reports, time.perf_counter() - started, options.dry_run)
+
+
+def _embedding_through(
+    cache: EmbeddingCacheBase | None, plans: list[IndexingPlan]
+) -> list[EmbeddingModelBase]:
+    """Give the plans' models without a cache of their own ``cache``, for a run; return them.
+
+    Set on the model, it travels with it wherever the model embeds: this
+    process, the parser processes (a ``cpu_bound`` model) and Ray's tasks.
+    """
+    if cache is None:
+        return []
+    models = {
+        id(plan.knowledge_base.embedding_model): plan.knowledge_base.embedding_model
+        for plan in plans
+    }
+    uncached = [model for model in models.values() if model.embedding_cache is None]
+    for model in uncached:
+        model.embedding_cache = cache
+    return uncached
 
 
 async def _run_knowledge_base(

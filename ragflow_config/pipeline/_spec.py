@@ -213,6 +213,29 @@ class MiddlewareSpec(_Strict):
     parameters: dict[str, Any] = Field(default_factory=dict)
 
 
+class EmbeddingCacheSpec(_Strict):
+    """Vectors kept on disk by model and exact text, for every knowledge base, run and process."""
+
+    path: str = Field(
+        default=".cache/embeddings",
+        min_length=1,
+        description="The cache's folder, relative to the pipeline file's folder (created on "
+        "first use). Every process of a run uses it, the parser processes and Ray's tasks "
+        "too: on a Ray cluster of several nodes, make it a path every node shares.",
+    )
+    max_entries: int | None = Field(
+        default=None,
+        ge=1,
+        description="Vectors kept at most; the least recently used go first. Default: no limit.",
+    )
+    max_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description="Bytes of entry files kept at most (a 384-dimensional vector's file holds "
+        "3,216); the least recently used go first. Default: no limit.",
+    )
+
+
 class PipelineSpec(_Strict):
     """A ragflow-config pipeline file."""
 
@@ -237,6 +260,14 @@ class PipelineSpec(_Strict):
         default_factory=lambda: ExecutionBlock(type="local"),
         description="Where `run` parses, chunks (and embeds with a `cpu_bound` model) the "
         "files; the runner still decides, writes and prunes. `run --executor` overrides it.",
+    )
+    embedding_cache: EmbeddingCacheSpec | None = Field(
+        default=None,
+        description="Keep the vectors `run` makes, by the model (its name, dimensions and "
+        "every setting that shapes vectors) and the exact text, so a text any knowledge base "
+        "embedded before, in any document or run (after a `reset` too), is not embedded "
+        "again. A changed model never finds another's vectors; the cache is not part of the "
+        "fingerprint. Off unless set (`embedding_cache: {}` keeps `.cache/embeddings`).",
     )
 
 

@@ -14,12 +14,23 @@ from .conftest import Check, registered
 def test_unknown_keys_point_at_the_key_and_list_the_expected_ones(check: Check) -> None:
     assert check("unknown_keys.yaml") == [
         "unknown_keys.yaml:2:1: storage: unknown key 'storage'; expected one of: chat_models, "
-        "embeddings, execution, knowledge_bases, middlewares, rerankers, vector_stores, version",
+        "embedding_cache, embeddings, execution, knowledge_bases, middlewares, rerankers, "
+        "vector_stores, version",
         "unknown_keys.yaml:14:5: knowledge_bases[0].colour: unknown key 'colour'; expected one "
         "of: chunker, collection, description, embedding, evaluation, max_delete_fraction, "
         "max_file_bytes, metadata_filter, name, on_error, parsers, prune, retrieval, sources, vector_store",
         "unknown_keys.yaml:19:9: knowledge_bases[0].chunker.parameters.chunk_overlap: unknown "
         "key 'chunk_overlap'; expected one of: boundaries, chunk_size, overlap",
+    ]
+
+
+def test_embedding_cache_settings_are_checked_at_their_line(check: Check) -> None:
+    assert check("embedding_cache_errors.yaml") == [
+        "embedding_cache_errors.yaml:7:9: embedding_cache.path: '' should be non-empty",
+        "embedding_cache_errors.yaml:8:16: embedding_cache.max_entries: 0 is less than the "
+        "minimum of 1",
+        "embedding_cache_errors.yaml:9:3: embedding_cache.max_size: unknown key 'max_size'; "
+        "expected one of: max_bytes, max_entries, path",
     ]
 
 
