@@ -3,20 +3,23 @@ embedded again, and a vector from another model, dimension or chunking never com
 
 from __future__ import annotations
 
-import textwrap
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
 
+from ragflow_config.embedding import FileEmbeddingCache, HashingEmbeddingModel
+from ragflow_config.executors.local import ParserProcesses
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions
+from ragflow_config.rag import ApproxTokenChunker, TextParser
 
+from ._cached_runs import Contents, LoggedHashing, contents, logged, pipeline_file, reset, texts
 from ._corpus import write_corpus, write_pipeline
 from ._killing import install_plugin, run_killed
-from ._logged_model import LoggedHashing, logged
 from .test_crash_safety import PLUGIN
 
 IN_PROCESS = RunOptions(workers=0)
-Contents = dict[str, dict[str, dict[int, tuple[str, list[float]]]]]
 
 
 @pytest.fixture
@@ -26,67 +29,6 @@ def registry() -> Registry:
     return registry
 
 
-def pipeline_file(
-    folder: Path,
-    corpus: Path,
-    *,
-    knowledge_bases: tuple[str, ...] = ("docs",),
-    model: str = "{dimensions: 64}",
-    chunk_size: int = 64,
-    cache: bool = True,
-) -> Path:
-    """A pipeline of ``knowledge_bases`` over ``corpus``, each in its own collection of one store.
-
-    ``model`` holds the `logged` model's parameters, which log to ``folder/texts.log``.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    blocks = "".join(
-        textwrap.indent(
-            textwrap.dedent(f"""\
-            - name: {name}
-              sources: [{{path: {corpus}, allow_outside: true}}]
-              chunker: {{type: approx_token, parameters: {{chunk_size: {chunk_size}, overlap: 8}}}}
-              embedding: model
-              vector_store: store
-              collection: {name}
-            """),
-            "  ",
-        )
-        for name in knowledge_bases
-    )
-    parameters = model.rstrip("}") + f", text_log: {folder / 'texts.log'}}}"
-    path = folder / "pipeline.yaml"
-    path.write_text(
-        "version: 1\n"
-        "vector_stores:\n  store: {type: qdrant, parameters: {path: store}}\n"
-        f"embeddings:\n  model: {{type: logged, parameters: {parameters}}}\n"
-        + ("embedding_cache: {path: ../cache}\n" if cache else "")
-        + "knowledge_bases:\n"
-        + blocks,
-        encoding="utf-8",
-    )
-    return path
-
-
-async def contents(pipeline: Pipeline) -> Contents:
-    """Every knowledge base's chunks: by source path and chunk index, the text and the vector."""
-    async with pipeline.build() as built:
-        return {
-            name: {
-                summary.source: {
-                    chunk.chunk_index: (chunk.content.text, vector)  # type: ignore[union-attr]
-                    for chunk, vector in await kb.document_vectors(summary.document_id)
-                }
-                for summary in await kb.list_documents()
-            }
-            for name, kb in built.knowledge_bases.items()
-        }
-
-
-def texts(stored: dict[str, dict[int, tuple[str, list[float]]]]) -> set[str]:
-    return {text for chunks in stored.values() for text, _ in chunks.values()}
-
-
 async def from_scratch(
     folder: Path, corpus: Path, registry: Registry, **kwargs: object
 ) -> Contents:
@@ -94,13 +36,6 @@ async def from_scratch(
     pipeline = Pipeline.load(pipeline_file(folder, corpus, cache=False, **kwargs), registry)  # type: ignore[arg-type]
     await pipeline.run(options=IN_PROCESS)
     return await contents(pipeline)
-
-
-async def reset(pipeline: Pipeline) -> None:
-    """What `ragflow-config kb reset` does to each knowledge base."""
-    async with pipeline.build() as built:
-        for kb in built.knowledge_bases.values():
-            await kb.clear()
 
 
 async def test_a_second_knowledge_base_and_a_run_after_reset_embed_nothing_the_cache_holds(
@@ -194,6 +129,43 @@ async def test_a_damaged_entry_is_embedded_again_not_served(
     await pipeline.run(options=IN_PROCESS)
     assert len(logged(folder / "texts.log")) == len(entries) + len(damaged)
     assert await contents(pipeline) == await from_scratch(tmp_path / "plain", corpus, registry)
+
+
+async def test_a_cpu_bound_model_in_parser_processes_fills_and_reads_the_cache(
+    tmp_path: Path,
+) -> None:
+    write_corpus(tmp_path / "corpus", 8)
+    files = [(path.name, path.read_bytes()) for path in sorted((tmp_path / "corpus").rglob("*.md"))]
+    parser, chunker = TextParser(), ApproxTokenChunker(chunk_size=64, overlap=8)
+    log = tmp_path / "texts.log"
+    cache = FileEmbeddingCache(tmp_path / "cache")
+    rounds = []
+    for _ in range(2):  # fresh processes each time, as two runs have
+        model = LoggedHashing(dimensions=64, text_log=log, embedding_cache=cache)
+        processes = ParserProcesses(1, [])
+        try:
+            # The first file is prepared here while the process starts; the rest go to it.
+            await processes.prepare(parser, chunker, model, b"warm up", "warm.txt", backlog=None)
+            assert processes._started is not None and await processes._started
+            rounds.append(
+                await asyncio.gather(
+                    *(processes.prepare(parser, chunker, model, data, name) for name, data in files)
+                )
+            )
+        finally:
+            processes.shutdown()
+    first, second = rounds
+    embedded = [(pid, text) for pid, text in logged(log) if text != "warm up"]
+    chunk_texts = [chunk.content.text for chunks, _ in first for chunk in chunks]  # type: ignore[union-attr]
+    assert sorted(text for _, text in embedded) == sorted(chunk_texts)
+    assert os.getpid() not in {pid for pid, _ in embedded}  # all in the parser process
+    assert len(logged(log)) == len(chunk_texts) + 1  # the second round embedded nothing
+    plain = HashingEmbeddingModel(dimensions=64)
+    assert (
+        [vectors for _, vectors in second]
+        == [vectors for _, vectors in first]
+        == [(await plain([chunk.content for chunk in chunks])).embeddings for chunks, _ in first]
+    )
 
 
 @pytest.fixture(scope="module")
