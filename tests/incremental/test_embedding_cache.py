@@ -131,6 +131,18 @@ async def test_a_damaged_entry_is_embedded_again_not_served(
     assert await contents(pipeline) == await from_scratch(tmp_path / "plain", corpus, registry)
 
 
+async def test_a_cache_the_disk_refuses_costs_its_hits_not_the_run(
+    tmp_path: Path, registry: Registry
+) -> None:
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, 6)
+    (tmp_path / "cache").write_text("a file where the cache's folder should be")
+    pipeline = Pipeline.load(pipeline_file(tmp_path / "cached", corpus), registry)
+    report = (await pipeline.run(options=IN_PROCESS)).knowledge_bases[0]
+    assert report.count("add") == 6 and not report.failures
+    assert await contents(pipeline) == await from_scratch(tmp_path / "plain", corpus, registry)
+
+
 async def test_a_cpu_bound_model_in_parser_processes_fills_and_reads_the_cache(
     tmp_path: Path,
 ) -> None:
