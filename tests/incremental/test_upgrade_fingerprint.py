@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.pipeline._run import fingerprint
 
 # The fingerprint of the pipeline below as ragflow-config computed it at
 # ca7b170, before approx_token had `boundaries` and pdf/image had `ocr`.
 BEFORE_THE_NEW_PARAMETERS = {"chunker": "05ddfce6b4316e95", "parsers": "7e919e42b0a7ecc8"}
+# The chunker part with the token and recursive chunkers at adbf17c, before they had
+# `boundaries`.
+TOKEN_CHUNKERS_BEFORE = {"token": "7cd3432c09e998c7", "recursive": "802a9ae70c09d974"}
 
 
-def pipeline(tmp_path: Path, chunker: str = "", pdf: str = "") -> Pipeline:
+def pipeline(
+    tmp_path: Path, chunker: str = "", pdf: str = "", chunker_type: str = "approx_token"
+) -> Pipeline:
     (tmp_path / "docs").mkdir(exist_ok=True)
     path = tmp_path / "pipeline.yaml"
     path.write_text(
@@ -30,7 +37,7 @@ knowledge_bases:
   - name: docs
     sources: [{{path: docs}}]
     parsers: [{{type: pdf{pdf}}}, {{type: image}}, {{type: text}}]
-    chunker: {{type: approx_token, parameters: {{chunk_size: 200{chunker}}}}}
+    chunker: {{type: {chunker_type}, parameters: {{chunk_size: 200{chunker}}}}}
     embedding: h
     vector_store: local
     collection: docs
@@ -61,3 +68,17 @@ async def test_new_parameters_set_otherwise_change_their_part(tmp_path: Path) ->
     ocr = await prints(pipeline(tmp_path, pdf=", parameters: {ocr: auto}"))
     assert ocr["parsers"] != default["parsers"]
     assert ocr["chunker"] == default["chunker"]
+
+
+@pytest.mark.parametrize("chunker_type", list(TOKEN_CHUNKERS_BEFORE))
+async def test_token_chunkers_keep_their_fingerprint_until_boundaries_is_set(
+    tmp_path: Path, chunker_type: str
+) -> None:
+    default = await prints(pipeline(tmp_path, chunker_type=chunker_type))
+    assert default["chunker"] == TOKEN_CHUNKERS_BEFORE[chunker_type]
+    greedy = await prints(pipeline(tmp_path, ", boundaries: greedy", chunker_type=chunker_type))
+    assert greedy == default
+    content_defined = await prints(
+        pipeline(tmp_path, ", boundaries: content_defined", chunker_type=chunker_type)
+    )
+    assert content_defined["chunker"] != default["chunker"]

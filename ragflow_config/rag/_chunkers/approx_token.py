@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
-from ._boundaries import content_defined_cuts
+from ._boundaries import CONTENT_DEFINED, Boundaries, content_defined_split
 from .base import SplittingChunker
 
 BYTES_PER_TOKEN = 4
@@ -59,13 +59,11 @@ class ApproxTokenChunker(SplittingChunker):
             title="Overlap",
             description="Approximate tokens shared by neighbouring chunks; less than chunk_size.",
         )
-        boundaries: Literal["greedy", "content_defined"] = Field(
+        boundaries: Boundaries = Field(
             default="greedy",
             title="Boundaries",
             description="greedy: pack each chunk as full as it goes (AgentScope's reference "
-            "behaviour); content_defined: cut at paragraph and sentence ends chosen by the text "
-            "around them, so that after an edit the later chunks stay the same and a re-run "
-            "reuses their vectors.",
+            "behaviour); " + CONTENT_DEFINED,
         )
 
         @model_validator(mode="after")
@@ -91,16 +89,14 @@ class ApproxTokenChunker(SplittingChunker):
         budget = self.chunk_size * BYTES_PER_TOKEN
         if self.parameters.boundaries == "greedy" or _utf8_size(text) < budget:
             return self._pack(text)
-        cuts = content_defined_cuts(text, _utf8_size, spacing=budget // 2, minimum=budget // 4)
-        pieces: list[str] = []
-        start = 0
-        for end in cuts:
-            opening = (
-                self._next_start(text, 0, start, self.overlap * BYTES_PER_TOKEN) if start else 0
-            )
-            pieces.extend(self._pack(text[opening:end]))
-            start = end
-        return pieces
+        overlap_bytes = self.overlap * BYTES_PER_TOKEN
+        return content_defined_split(
+            text,
+            _utf8_size,
+            budget,
+            self._pack,
+            lambda text, _previous_cut, cut: self._next_start(text, 0, cut, overlap_bytes),
+        )
 
     def _pack(self, text: str) -> list[str]:
         """``text`` cut greedily, each piece as full as the budget allows."""

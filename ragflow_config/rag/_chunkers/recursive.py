@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..._component import ComponentParameters
+from ._boundaries import CONTENT_DEFINED, Boundaries, content_defined_split, overlap_start
 from ._tokens import TokenCounter, TokenParameters
 from .base import SplittingChunker
 
@@ -31,12 +32,20 @@ class RecursiveChunker(SplittingChunker):
     chunker counts; MiniLM's window by default) or ``characters`` (then
     ``chunk_size`` is required). Chunks are stripped; blank ones are dropped.
     ``DataBlock`` sections pass through whole.
+
+    With ``boundaries: content_defined`` a text longer than ``chunk_size`` is
+    first cut at paragraph ends and at sentence ends chosen by a hash of the
+    sentence (``_boundaries``, as ``approx_token`` cuts), each segment opening
+    on the last whole sentences before it that fit in ``overlap``, then split
+    as above: an edit changes the chunks around it only.
     """
 
     chunker_type: ClassVar[str] = "recursive"
     requires: ClassVar[dict[str, str]] = {"tokenizers": "documents"}
 
     class Parameters(TokenParameters):
+        added_later: ClassVar[frozenset[str]] = frozenset({"boundaries"})
+
         unit: Literal["tokens", "characters"] = Field(
             default="tokens",
             description="What chunk_size and overlap count: the tokenizer's word pieces or "
@@ -47,6 +56,11 @@ class RecursiveChunker(SplittingChunker):
             min_length=1,
             description="Where to cut, strongest first; a piece no separator splits is cut "
             "between characters.",
+        )
+        boundaries: Boundaries = Field(
+            default="greedy",
+            description="greedy: merge the pieces into chunks as full as they go; "
+            + CONTENT_DEFINED,
         )
 
         @model_validator(mode="after")
@@ -70,6 +84,19 @@ class RecursiveChunker(SplittingChunker):
             size, budget = len, self.parameters.chunk_size or 0
         else:
             size, budget = self.counter.count, self.counter.budget
+        if self.parameters.boundaries == "greedy" or size(text.strip()) <= budget:
+            return self._pack(text, size, budget)
+        overlap = self.parameters.overlap
+        return content_defined_split(
+            text,
+            size,
+            budget,
+            lambda segment: self._pack(segment, size, budget),
+            lambda text, previous_cut, cut: overlap_start(text, previous_cut, cut, size, overlap),
+        )
+
+    def _pack(self, text: str, size: Callable[[str], int], budget: int) -> list[str]:
+        """``text`` in chunks as full as they go."""
         if size(text.strip()) <= budget:
             return [text.strip()] if text.strip() else []
         pieces = _pieces(text, self.parameters.separators, size, budget)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from ..._component import ComponentParameters
+from ._boundaries import CONTENT_DEFINED, Boundaries, content_defined_split, overlap_start
 from ._tokens import TokenCounter, TokenParameters
 from .base import SplittingChunker
 
@@ -21,6 +24,13 @@ class TokenChunker(SplittingChunker):
     levels: paragraph breaks, line breaks, sentences, words, then graphemes.
     Pieces are trimmed; neighbouring ones share up to ``overlap`` word pieces.
     ``DataBlock`` sections pass through whole.
+
+    With ``boundaries: content_defined`` a text longer than ``chunk_size`` is
+    first cut at paragraph ends and at sentence ends chosen by a hash of the
+    sentence (``_boundaries``, as ``approx_token`` cuts), each segment opening
+    on the last whole sentences before it that fit in ``overlap`` (as the
+    splitter overlaps), then split as above: an edit changes the chunks
+    around it only.
     """
 
     chunker_type: ClassVar[str] = "token"
@@ -30,7 +40,13 @@ class TokenChunker(SplittingChunker):
     }
 
     class Parameters(TokenParameters):
-        pass
+        added_later: ClassVar[frozenset[str]] = frozenset({"boundaries"})
+
+        boundaries: Boundaries = Field(
+            default="greedy",
+            description="greedy: semantic-text-splitter's packing, each chunk as full as it "
+            "goes; " + CONTENT_DEFINED,
+        )
 
     parameters: Parameters
 
@@ -40,4 +56,17 @@ class TokenChunker(SplittingChunker):
 
     def split(self, text: str) -> list[str]:
         """The trimmed, non-blank pieces of ``text``."""
+        count, budget = self.counter.count, self.counter.budget
+        if self.parameters.boundaries == "greedy" or count(text) <= budget:
+            return self._pack(text)
+        overlap = self.parameters.overlap
+        return content_defined_split(
+            text,
+            count,
+            budget,
+            self._pack,
+            lambda text, previous_cut, cut: overlap_start(text, previous_cut, cut, count, overlap),
+        )
+
+    def _pack(self, text: str) -> list[str]:
         return [piece for piece in self.counter.splitter("text").chunks(text) if piece.strip()]
