@@ -2,7 +2,7 @@
 
     python bench/chunk_reuse.py                       # 2,000 files, minilm (about 10 min on 2 cores)
     python bench/chunk_reuse.py --files 200           # a smaller run
-    python bench/chunk_reuse.py --chunks-only         # no runs: the chunk counts alone, in seconds
+    python bench/chunk_reuse.py --chunks-only         # no runs: the chunk counts alone, in minutes
 
 For each ``boundaries`` setting of the approx_token chunker (256/32, as in
 the other benchmarks) on a copy of one corpus (``make_corpus.py``): a full
@@ -17,7 +17,9 @@ stored version did not hold: exactly what an update sends to the model
 ``--chunks-only`` skips the runs (whose full runs take most of an hour at
 2,000 files with minilm on a busy 2-core host) and counts the same chunks
 with the pipeline's own text parser and chunker, in memory: what an update
-would re-embed and how many chunks a full run embeds, without the model.
+would re-embed and how many chunks a full run embeds, without the model. It
+counts every chunker (approx_token, token, recursive, heading, each at 256
+of its unit with overlap 32) with each ``boundaries`` setting it has.
 """
 
 from __future__ import annotations
@@ -30,15 +32,31 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cases import COLLECTION, OVERLAP, PIPELINE, STORE_BLOCKS, SUFFIXES
 from make_corpus import make_corpus, paragraphs
 
 from ragflow_config.pipeline import Pipeline
-from ragflow_config.rag import ApproxTokenChunker, TextParser
+from ragflow_config.rag import (
+    ApproxTokenChunker,
+    ChunkerBase,
+    HeadingChunker,
+    RecursiveChunker,
+    TextParser,
+    TokenChunker,
+)
 
 SETTINGS = ("greedy", "content_defined")
+# --chunks-only: each chunker at 256 (its own unit) / 32, with each setting it has;
+# heading has no boundaries setting: its cuts at headings already resynchronise.
+CHUNKERS: dict[str, tuple[Callable[..., ChunkerBase], tuple[str, ...]]] = {
+    "approx_token": (ApproxTokenChunker, SETTINGS),
+    "token": (TokenChunker, SETTINGS),
+    "recursive": (RecursiveChunker, SETTINGS),
+    "heading": (HeadingChunker, ("greedy",)),
+}
 
 
 def write_pipeline(folder: Path, corpus: Path, model: str, boundaries: str) -> Path:
@@ -105,10 +123,13 @@ def edit(corpus: Path, share: float, seed: int) -> list[str]:
     return sorted(path.relative_to(corpus).as_posix() for path in edited)
 
 
-def count_chunks(corpus: Path, share: float, boundaries: str) -> dict:
+def count_chunks(corpus: Path, share: float, name: str, boundaries: str) -> dict:
     """The text files' chunks, and what the edits would re-embed, without running anything."""
     parser = TextParser()
-    chunker = ApproxTokenChunker(chunk_size=256, overlap=OVERLAP, boundaries=boundaries)
+    make, settings = CHUNKERS[name]
+    options = {"boundaries": boundaries} if len(settings) > 1 else {}
+    chunker = make(chunk_size=256, overlap=OVERLAP, **options)
+    started, cpu_started = time.perf_counter(), time.process_time()
 
     async def texts(data: str, name: str) -> list[str]:
         chunks = await chunker.chunk(await parser.parse(data.encode(), name))
@@ -124,11 +145,13 @@ def count_chunks(corpus: Path, share: float, boundaries: str) -> dict:
             1 for chunk in asyncio.run(texts(text, path.name)) if chunk not in before
         )
     return {
+        "chunker": name,
         "boundaries": boundaries,
         "chunks": sum(map(len, chunks.values())),
         "edited": len(edited),
         "edited_chunks": sum(len(chunks[path]) for path in edited),
         "re_embedded": re_embedded,
+        "seconds": (time.perf_counter() - started, time.process_time() - cpu_started),
     }
 
 
@@ -172,18 +195,26 @@ def main() -> None:
     source = args.corpora / f"corpus-{args.files}"
     make_corpus(source, args.files)
     if args.chunks_only:
-        counted = [count_chunks(source, args.share, b) for b in SETTINGS]
+        counted = [
+            count_chunks(source, args.share, name, boundaries)
+            for name, (_, settings) in CHUNKERS.items()
+            for boundaries in settings
+        ]
         print(f"\n{args.files} files, text files only, chunks counted without running\n")
         print(
-            "| boundaries | chunks | edited files | re-embedded / edited file | re-embedded / all |"
+            "| chunker | boundaries | chunks | chunks / greedy's | edited files "
+            "| re-embedded / edited file | re-embedded / all | wall / CPU s |"
         )
-        print("| --- " * 5 + "|")
+        print("| --- " * 8 + "|")
+        greedy = {row["chunker"]: row["chunks"] for row in counted if row["boundaries"] == "greedy"}
         for row in counted:
+            wall, cpu = row["seconds"]
             print(
-                f"| {row['boundaries']} | {row['chunks']} | {row['edited']} "
+                f"| {row['chunker']} | {row['boundaries']} | {row['chunks']} "
+                f"| {row['chunks'] / greedy[row['chunker']]:.2f} | {row['edited']} "
                 f"| {row['re_embedded'] / row['edited']:.2f} "
                 f"(of {row['edited_chunks'] / row['edited']:.1f}) "
-                f"| {row['re_embedded'] / row['chunks']:.2%} |"
+                f"| {row['re_embedded'] / row['chunks']:.2%} | {wall:.1f} / {cpu:.1f} |"
             )
         return
     rows = [measure(source, args.work, args.model, b, args.share) for b in SETTINGS]
