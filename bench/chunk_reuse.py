@@ -188,6 +188,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--model", choices=["hashing", "minilm"], default="minilm")
     parser.add_argument("--share", type=float, default=0.1, help="share of text files edited")
+    parser.add_argument(
+        "--boundaries", nargs="+", choices=SETTINGS, default=SETTINGS, help="settings to run"
+    )
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
     parser.add_argument("--work", type=Path, default=Path("/dev/shm/ragflow-chunk-reuse"))
     parser.add_argument("--chunks-only", action="store_true", help="count chunks; run nothing")
@@ -217,7 +220,7 @@ def main() -> None:
                 f"| {row['re_embedded'] / row['chunks']:.2%} | {wall:.1f} / {cpu:.1f} |"
             )
         return
-    rows = [measure(source, args.work, args.model, b, args.share) for b in SETTINGS]
+    rows = [measure(source, args.work, args.model, b, args.share) for b in args.boundaries]
     shutil.rmtree(args.work, ignore_errors=True)
 
     print(
