@@ -30,7 +30,7 @@ _UNIT_END = re.compile(r"\n\s*\n\s*|(?<=[.!?])\s+")
 _HASH_RANGE = 1 << 64
 
 Boundaries = Literal["greedy", "content_defined"]
-# What the two settings do, after what greedy packing is in a given chunker.
+# The content_defined half of a `boundaries` description; each chunker says what greedy is there.
 CONTENT_DEFINED = (
     "content_defined: cut at paragraph and sentence ends chosen by the text around them, so "
     "that after an edit the later chunks stay the same and a re-run reuses their vectors."
