@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -19,7 +20,8 @@ from ._output import EXIT_CLOSED_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, Interrupted
 from ._parser import Commands
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every command's arguments: what `main` reads and `docs/cli.md` lists."""
     commands = Commands()
     for group in (
         _config_commands,
@@ -30,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         _serve_command,
     ):
         group.register(commands)
-    args = commands.parser.parse_args(argv)
+    return commands.parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -1,0 +1,96 @@
+"""`docs/cli.md`, the reference of every command's arguments, matches the parser.
+
+The reference is what users read without installing: each argument's name, the
+value it takes, its default and its help. This test fails whenever a flag, a
+default or a help text changes without the reference, so such a change is seen
+in review. Regenerate it after a deliberate change with
+
+    python tests/cli/test_cli_reference.py
+
+It is built from the parser's arguments rather than from `--help` output,
+whose layout depends on the terminal width and the Python version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ragflow_config.cli._main import build_parser
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+REGENERATE = "python tests/cli/test_cli_reference.py"
+
+
+def reference() -> str:
+    parser = build_parser()
+    # argparse has no public way to list a parser's arguments; `_actions` and
+    # `_mutually_exclusive_groups` are what its own help formatter reads.
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    lines = [
+        "# Command-line reference",
+        "",
+        f"Generated from the argument parser by `{REGENERATE}`;",
+        "`tests/cli/test_cli_reference.py` fails when this file is stale.",
+        "",
+        *_section(f"`{parser.prog} {_metavar(commands)}`", parser),
+    ]
+    summaries = {choice.dest: choice.help for choice in commands._choices_actions}
+    for name, sub in commands.choices.items():
+        positionals = [_metavar(a) for a in sub._actions if not a.option_strings]
+        lines += ["", *_section(f"`{' '.join([parser.prog, name, *positionals])}`", sub)]
+        if summaries[name] != sub.description:
+            lines += ["", f"Listed in `{parser.prog} --help` as: {summaries[name]}"]
+    return "\n".join(lines) + "\n"
+
+
+def _section(title: str, parser: argparse.ArgumentParser) -> list[str]:
+    lines = [f"## {title}", "", str(parser.description), ""]
+    lines += ["| argument | value | default | help |", "| --- | --- | --- | --- |"]
+    for action in parser._actions:
+        names = ", ".join(f"`{o}`" for o in action.option_strings) or f"`{_metavar(action)}`"
+        required = " (required)" if action.required and action.option_strings else ""
+        help_text = (action.help or "").replace("|", "\\|")
+        lines.append(f"| {names}{required} | {_value(action)} | {_default(action)} | {help_text} |")
+    for group in parser._mutually_exclusive_groups:
+        options = " and ".join(f"`{a.option_strings[0]}`" for a in group._group_actions)
+        lines += ["", f"{options} exclude each other."]
+    return lines
+
+
+def _metavar(action: argparse.Action) -> str:
+    name = str(action.metavar or action.dest.upper())
+    return f"{name}..." if action.nargs == "+" else name
+
+
+def _value(action: argparse.Action) -> str:
+    if action.nargs == 0:
+        return "flag" if action.option_strings else ""
+    if isinstance(action, argparse._SubParsersAction):
+        return "a command (required)" if action.required else "a command"
+    kind = getattr(action.type, "__name__", "") if action.type else ""
+    if not kind or kind.startswith("_"):  # a private checker such as `_shard` reads text
+        kind = "text"
+    repeat = ", repeatable" if isinstance(action, argparse._AppendAction) else ""
+    return f"`{_metavar(action)}` ({kind}{repeat})"
+
+
+def _default(action: argparse.Action) -> str:
+    if action.default in (None, False, argparse.SUPPRESS):
+        return ""
+    # A path shows as typed, not as `PosixPath(...)`, which would differ on Windows.
+    shown = str(action.default) if isinstance(action.default, Path) else repr(action.default)
+    return f"`{shown}`".replace("|", "\\|").replace("\n", "\\n")
+
+
+def test_the_reference_lists_every_argument_as_the_parser_has_it() -> None:
+    assert REFERENCE.read_text(encoding="utf-8") == reference(), (
+        f"docs/cli.md is stale: run `{REGENERATE}` and review the difference"
+    )
+
+
+if __name__ == "__main__":
+    REFERENCE.parent.mkdir(exist_ok=True)
+    REFERENCE.write_text(reference(), encoding="utf-8")
+    print(f"wrote {REFERENCE}", file=sys.stderr)
