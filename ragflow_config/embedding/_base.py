@@ -194,12 +194,13 @@ class EmbeddingModelBase(Component):
         """Cached vectors, the rest from the model (then cached), the tokens the model's
         share cost (0 when there was none), and "cache" if all were cached."""
         keys = [self.cache_identifier(item) for item in items]
-        found = await asyncio.gather(*(cache.retrieve(key) for key in keys), return_exceptions=True)
-        _raise_unless_os_errors(found)
+        try:
+            found = await cache.retrieve_many(keys)
+        except OSError as exc:
+            _warn_of_an_unusable_cache(exc)
+            found = [None] * len(keys)
         vectors: list[list[float] | None] = [
-            hit[0]
-            if isinstance(hit, list) and len(hit) == 1 and len(hit[0]) == self.dimensions
-            else None
+            hit[0] if hit and len(hit) == 1 and len(hit[0]) == self.dimensions else None
             for hit in found
         ]
         missing = [index for index, vector in enumerate(vectors) if vector is None]
@@ -208,11 +209,12 @@ class EmbeddingModelBase(Component):
             fresh, tokens = await batcher.embed([items[index] for index in missing])
             for index, vector in zip(missing, fresh, strict=True):
                 vectors[index] = vector
-            stored = await asyncio.gather(
-                *(cache.store([vector], keys[i]) for i, vector in zip(missing, fresh, strict=True)),
-                return_exceptions=True,
-            )
-            _raise_unless_os_errors(stored)
+            try:
+                await cache.store_many(
+                    [([vector], keys[i]) for i, vector in zip(missing, fresh, strict=True)]
+                )
+            except OSError as exc:
+                _warn_of_an_unusable_cache(exc)
         return (
             [vector for vector in vectors if vector is not None],
             tokens,
@@ -220,20 +222,13 @@ class EmbeddingModelBase(Component):
         )
 
 
-def _raise_unless_os_errors(outcomes: Sequence[object]) -> None:
-    """Raise the first error among a cache's ``outcomes`` unless it is the disk's.
-
-    A cache that cannot be read or written (full, read-only, gone) costs its
-    hits, not the call: the vectors come from the model instead.
-    """
+def _warn_of_an_unusable_cache(error: OSError) -> None:
+    """A cache the disk refuses (full, read-only, gone) costs its hits, not the call:
+    the vectors come from the model instead. Said once, not once per call."""
     global _warned_of_an_unusable_cache
-    errors = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
-    for error in errors:
-        if not isinstance(error, OSError):
-            raise error
-    if errors and not _warned_of_an_unusable_cache:  # once, not once per call
+    if not _warned_of_an_unusable_cache:
         _warned_of_an_unusable_cache = True
-        logger.warning("embedding cache unusable, embedding without it: %s", errors[0])
+        logger.warning("embedding cache unusable, embedding without it: %s", error)
 
 
 _warned_of_an_unusable_cache = False

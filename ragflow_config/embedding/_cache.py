@@ -10,7 +10,6 @@ concurrent calls, so a batch would rarely recur.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import hashlib
@@ -36,6 +35,7 @@ _CHECKSUM_BYTES = 16
 # that holds other .npy files must not delete them.
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.npy")
 _TEMPORARY_SUFFIX = ".npy.tmp"
+_SHAPE = re.compile(rb"'shape': \((\d+), (\d+)\)")
 # A temporary file this old was left by a writer that died before renaming it.
 _ABANDONED_SECONDS = 3600.0
 # A limited cache is checked once per process before its first store, then
@@ -70,6 +70,16 @@ class EmbeddingCacheBase(ABC):
     @abstractmethod
     async def clear(self) -> None:
         """Forget everything."""
+
+    async def retrieve_many(
+        self, identifiers: list[dict[str, Any]]
+    ) -> list[list[list[float]] | None]:
+        """``retrieve`` of each identifier, in order; a cache may answer them together."""
+        return list(await asyncio.gather(*(self.retrieve(key) for key in identifiers)))
+
+    async def store_many(self, entries: list[tuple[list[list[float]], dict[str, Any]]]) -> None:
+        """``store`` of each ``(embeddings, identifier)``; a cache may write them together."""
+        await asyncio.gather(*(self.store(embeddings, key) for embeddings, key in entries))
 
 
 class FileEmbeddingCache(EmbeddingCacheBase):
@@ -119,6 +129,21 @@ class FileEmbeddingCache(EmbeddingCacheBase):
     async def retrieve(self, identifier: dict[str, Any]) -> list[list[float]] | None:
         return await asyncio.to_thread(self._retrieve, self.path_for(identifier))
 
+    # One thread hop for a call's inputs, not one each: the hop costs more than a small file.
+    async def retrieve_many(
+        self, identifiers: list[dict[str, Any]]
+    ) -> list[list[list[float]] | None]:
+        paths = [self.path_for(identifier) for identifier in identifiers]
+        return await asyncio.to_thread(lambda: [self._retrieve(path) for path in paths])
+
+    async def store_many(self, entries: list[tuple[list[list[float]], dict[str, Any]]]) -> None:
+        writes = [(embeddings, self.path_for(identifier)) for embeddings, identifier in entries]
+        await asyncio.to_thread(self._store_all, writes)
+
+    def _store_all(self, writes: list[tuple[list[list[float]], Path]]) -> None:
+        for embeddings, path in writes:
+            self._store(embeddings, path, overwrite=False)
+
     async def remove(self, identifier: dict[str, Any]) -> None:
         path = self.path_for(identifier)
         if not path.exists():
@@ -161,13 +186,14 @@ class FileEmbeddingCache(EmbeddingCacheBase):
                 "embedding cache: an entry of %d bytes exceeds the cache's limits", len(content)
             )
             return
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        if self._check_due(len(content), limit):
+        if self._check_due(len(content), limit) and self.cache_dir.is_dir():
             self._trim(limit, len(content))
         # A name of its own per writer: two processes storing one entry never share a file.
-        handle, temporary = tempfile.mkstemp(
-            dir=self.cache_dir, prefix=f".{path.stem[:16]}-", suffix=_TEMPORARY_SUFFIX
-        )
+        try:
+            handle, temporary = self._temporary_file(path)
+        except FileNotFoundError:  # the first store: the folder is made now
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            handle, temporary = self._temporary_file(path)
         try:
             with os.fdopen(handle, "wb") as file:
                 file.write(content)
@@ -175,6 +201,11 @@ class FileEmbeddingCache(EmbeddingCacheBase):
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+    def _temporary_file(self, path: Path) -> tuple[int, str]:
+        return tempfile.mkstemp(
+            dir=self.cache_dir, prefix=f".{path.stem[:16]}-", suffix=_TEMPORARY_SUFFIX
+        )
 
     def _check_due(self, size: int, limit: float | None) -> bool:
         """Count a store by this process; whether the folder is to be checked before it."""
@@ -265,8 +296,9 @@ def _npy_bytes(embeddings: list[list[float]]) -> bytes:
 def _read_npy(raw: bytes) -> list[list[float]]:
     """The 2-D float64 array of ``_npy_bytes`` (whose checksum vouched for them)."""
     (length,) = struct.unpack("<H", raw[8:10])
-    header = ast.literal_eval(raw[10 : 10 + length].decode("latin1"))
-    rows, columns = header["shape"]
+    shape = _SHAPE.search(raw, 10, 10 + length)
+    assert shape is not None, "a header _npy_bytes wrote"
+    rows, columns = int(shape[1]), int(shape[2])
     data = array("d")
     data.frombytes(raw[10 + length :])
     if sys.byteorder == "big":
