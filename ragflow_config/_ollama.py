@@ -1,31 +1,200 @@
-"""What Ollama's embedding and chat models share: where the server is, and how a credential says so."""
+"""What Ollama's embedding and chat models share: where the server is, its key, and
+how calls through the ``ollama`` package are retried and their failures worded."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import asyncio
+import logging
+import os
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel
+import httpx
+from pydantic import Field, SecretStr, ValidationError, field_validator
 
-from .credential import OllamaCredential, OpenAICredential
+from ._component import ComponentParameters
+from ._errors import RagflowError
+from ._http import unexpected_response
+from ._redact import redact_url, redact_urls
+from .credential import OllamaCredential
 
+if TYPE_CHECKING:
+    import ollama
+
+# Where configs written for Ollama's OpenAI-compatible API point; the suffix is dropped.
 OLLAMA_URL = "http://localhost:11434/v1"
+REQUIRES: dict[str, str] = {"ollama": "ollama"}
 
-P = TypeVar("P", bound=BaseModel)
+T = TypeVar("T")
+P = TypeVar("P", bound="OllamaParameters")
+logger = logging.getLogger("ragflow_config.http")
+
+_BACKOFF = 0.5
+_EXCERPT_CHARS = 300
+
+
+class OllamaParameters(ComponentParameters):
+    """Where an Ollama model lives and how to reach it."""
+
+    # How requests are made, never what a model answers: kept out of an embedding cache's key.
+    transport_settings: ClassVar[frozenset[str]] = frozenset(
+        {"timeout", "max_retries", "api_key_env"}
+    )
+
+    base_url: str = Field(
+        default=OLLAMA_URL,
+        pattern=r"^https?://",
+        description="The Ollama server (http://host:11434); a /v1 suffix is ignored.",
+    )
+    model: str = Field(min_length=1, description="The model's name on the server.")
+    timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
+    max_retries: int = Field(
+        default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
+    )
+    api_key_env: str = Field(
+        default="OLLAMA_API_KEY",
+        description="Environment variable holding a key, for a server behind a proxy.",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @property
+    def host(self) -> str:
+        """The server's root, which the ``ollama`` client is given."""
+        return self.base_url.removesuffix("/v1")
 
 
 def from_credential(
     credential: OllamaCredential | None, parameters: P | None, options: dict[str, Any]
-) -> tuple[P | None, OpenAICredential | None]:
-    """The parameters (or ``options``) with the credential's ``host`` as ``base_url``, and its key.
+) -> P | None:
+    """The parameters (or ``options``) with the credential's ``host`` as ``base_url``.
 
     As in AgentScope, an ``OllamaCredential`` says where the server is; it
     then replaces ``base_url``. Without one, nothing changes.
     """
     if credential is None:
-        return parameters, None
-    base_url = f"{credential.host.rstrip('/')}/v1"
+        return parameters
+    base_url = credential.host.rstrip("/")
     if parameters is not None:
-        parameters = parameters.model_copy(update={"base_url": base_url})
-    else:
-        options["base_url"] = base_url
-    return parameters, OpenAICredential(api_key=credential.api_key)
+        return parameters.model_copy(update={"base_url": base_url})
+    options["base_url"] = base_url
+    return None
+
+
+class OllamaEndpoint:
+    """An Ollama server through the ``ollama`` package: one client per event loop,
+    transient failures retried, every failure worded with the model, the server and
+    what to do."""
+
+    def __init__(
+        self, parameters: OllamaParameters, credential: OllamaCredential | None, label: str
+    ) -> None:
+        key = credential.api_key if credential is not None else None
+        if key is None and os.environ.get(parameters.api_key_env):
+            key = SecretStr(os.environ[parameters.api_key_env])
+        self._parameters = parameters
+        self._api_key = key
+        self._label = f"{label} ({parameters.model})"
+        self._client: ollama.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def host(self) -> str:
+        return self._parameters.host
+
+    @property
+    def service(self) -> str:
+        """How errors and logs name the remote: never with credentials in the URL."""
+        return f"{self._label} at {redact_url(self.host)}"
+
+    async def call(
+        self,
+        request: Callable[[ollama.AsyncClient], Awaitable[T]],
+        *,
+        error: type[RagflowError],
+    ) -> T:
+        """``request`` made with this server's client, retried while the failure is
+        transient (429, 5xx, network, timeout), each failure raised as ``error``."""
+        import ollama
+
+        attempts = self._parameters.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await request(self._ollama_client())
+            except ollama.ResponseError as exc:
+                problem = self._response_problem(exc)
+                if not (exc.status_code == 429 or exc.status_code >= 500):
+                    raise error(f"{self.service}: {problem}") from None
+            except ConnectionError:  # the package's wording of httpx.ConnectError
+                problem = f"cannot connect: is `ollama serve` running at {self.host}?"
+            except httpx.TimeoutException:
+                problem = f"no answer within {self._parameters.timeout:g} s (timeout)"
+            except httpx.TransportError as exc:
+                problem = self._redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
+            except ValidationError as exc:
+                raise error(unexpected_response(self.service, exc)) from None
+            except ValueError:  # a body that is not JSON
+                raise error(f"{self.service}: a response that is not JSON") from None
+            if attempt == attempts:
+                raise error(f"{self.service}: {problem} (gave up after {attempts} attempts)")
+            delay = _BACKOFF * 2 ** (attempt - 1) * (0.5 + random.random())
+            logger.warning(
+                "%s: %s; retrying in %.1fs (attempt %d of %d)",
+                self.service,
+                problem,
+                delay,
+                attempt,
+                attempts,
+            )
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _response_problem(self, exc: ollama.ResponseError) -> str:
+        model = self._parameters.model
+        message = " ".join(str(exc.error).split()) or "(empty body)"
+        if len(message) > _EXCERPT_CHARS:
+            message = message[:_EXCERPT_CHARS] + "..."
+        message = self._redact(message)
+        if exc.status_code == 404 and "not found" in message:
+            return f"model {model!r} not found: run `ollama pull {model}` ({message})"
+        if exc.status_code in (401, 403) and self._api_key is None:
+            return (
+                f"HTTP {exc.status_code}: {message}; no API key was sent: "
+                f"set the environment variable {self._parameters.api_key_env}"
+            )
+        return f"HTTP {exc.status_code}: {message}"
+
+    def _redact(self, text: str) -> str:
+        """Hide the key if a proxy echoed it back, and any credentials in a quoted URL."""
+        if self._api_key is not None and len(self._api_key.get_secret_value()) >= 8:
+            text = text.replace(self._api_key.get_secret_value(), "***")
+        return redact_urls(text)
+
+    def _ollama_client(self) -> ollama.AsyncClient:
+        # A client's connections belong to the event loop that opened them, so an
+        # endpoint reused under a new loop (a second ``asyncio.run``) needs a new client.
+        import ollama
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            headers = (
+                {"authorization": f"Bearer {self._api_key.get_secret_value()}"}
+                if self._api_key is not None
+                else None
+            )
+            self._client = ollama.AsyncClient(
+                host=self.host, timeout=self._parameters.timeout, headers=headers
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        client, self._client = self._client, None
+        # A client opened under another, finished loop cannot be closed from this one.
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.close()

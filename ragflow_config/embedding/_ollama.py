@@ -1,47 +1,50 @@
-"""Ollama's embedding models, through its OpenAI-compatible ``/v1`` API."""
+"""Ollama's embedding models, through Ollama's own client (``POST /api/embed``)."""
 
 from __future__ import annotations
 
+import time
+from types import TracebackType
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from .._ollama import OLLAMA_URL, from_credential
+from .._errors import EmbeddingError, UnsupportedInputError
+from .._ollama import REQUIRES, OllamaEndpoint, OllamaParameters, from_credential
 from ..credential import OllamaCredential
+from ..message import DataBlock
+from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, EmbeddingUsage
 from ._card import EmbeddingModelCard
-from ._openai import OpenAICompatibleEmbeddingModel
 
 
-class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
+class OllamaEmbeddingModel(EmbeddingModelBase):
     """An embedding model served by Ollama, e.g. ``nomic-embed-text``.
 
     As in AgentScope, an :class:`~ragflow_config.credential.OllamaCredential`
     says where the server is: its ``host`` (``http://gpu:11434``) replaces
-    ``base_url``. Without one, ``base_url`` is used (Ollama's ``/v1`` root).
-    No key is sent unless the credential, or ``OLLAMA_API_KEY``, holds one (a
-    server behind an authenticating proxy). ``dimensions`` is not sent by
+    ``base_url``. Requests go through the ``ollama`` package, as AgentScope's
+    do. No key is sent unless the credential, or ``OLLAMA_API_KEY``, holds one
+    (a server behind an authenticating proxy). ``dimensions`` is not sent by
     default: most Ollama models have one fixed size, which ``dimensions`` must
-    state. Text only.
+    state. Text only. ``usage.tokens`` is Ollama's ``prompt_eval_count``.
     """
 
-    class Parameters(OpenAICompatibleEmbeddingModel.Parameters):
-        base_url: str = Field(
-            default=OLLAMA_URL,
-            pattern=r"^https?://",
-            description="Ollama's OpenAI-compatible root; requests go to {base_url}/embeddings.",
+    class Parameters(EmbeddingParameters, OllamaParameters):
+        # `base_url` stays in a cache's key: another server may serve other weights
+        # under the same model name.
+        vector_neutral: ClassVar[frozenset[str]] = (
+            EmbeddingParameters.vector_neutral | OllamaParameters.transport_settings
         )
+
+        dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
         send_dimensions: bool = Field(
             default=False,
             description="Send `dimensions` in the request, for models that can shorten vectors.",
         )
         batch_size: int = Field(default=512, ge=1, description="Texts per request.")
-        api_key_env: str = Field(
-            default="OLLAMA_API_KEY",
-            description="Environment variable holding a key, for a server behind a proxy.",
-        )
 
     parameters: Parameters
-    service_label: ClassVar[str] = "Ollama embeddings"
+    requires: ClassVar[dict[str, str]] = REQUIRES
+    supports_multimodal: ClassVar[bool] = False
     #: Which models a server has is the server's business (``ollama list``): no cards, as in AgentScope.
     model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = ()
 
@@ -52,10 +55,73 @@ class OllamaEmbeddingModel(OpenAICompatibleEmbeddingModel):
         credential: OllamaCredential | None = None,
         **options: Any,
     ) -> None:
-        parameters, key = from_credential(credential, parameters, options)
-        super().__init__(parameters, credential=key, **options)
+        parameters = from_credential(credential, parameters, options)
+        super().__init__(parameters, **options)
+        self._endpoint = OllamaEndpoint(self.parameters, credential, "Ollama embeddings")
+
+    @property
+    def model(self) -> str:
+        return self.parameters.model
+
+    @property
+    def dimensions(self) -> int:
+        return self.parameters.dimensions
 
     @property
     def host(self) -> str:
-        """The Ollama server, as AgentScope's model names it: ``base_url`` without ``/v1``."""
-        return self.parameters.base_url.removesuffix("/v1")
+        """The Ollama server, as AgentScope's model names it."""
+        return self.parameters.host
+
+    @property
+    def service(self) -> str:
+        """How errors and logs name the remote: never with credentials in the URL."""
+        return self._endpoint.service
+
+    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
+        return (await self._call_api(batch)).embeddings
+
+    async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
+        texts = [item for item in inputs if isinstance(item, str)]
+        if len(texts) != len(inputs):
+            raise UnsupportedInputError(f"{type(self).__name__} embeds text only; got a DataBlock")
+        p = self.parameters
+        dimensions = p.dimensions if p.send_dimensions else None
+        started = time.perf_counter()
+        response = await self._endpoint.call(
+            lambda client: client.embed(model=p.model, input=texts, dimensions=dimensions),
+            error=EmbeddingError,
+        )
+        vectors = [list(vector) for vector in response.embeddings]
+        self._check(vectors, expected=len(texts))
+        usage = EmbeddingUsage(
+            time=time.perf_counter() - started, tokens=response.prompt_eval_count
+        )
+        return EmbeddingResponse(embeddings=vectors, usage=usage)
+
+    def _check(self, vectors: list[list[float]], expected: int) -> None:
+        if len(vectors) != expected:
+            raise EmbeddingError(
+                f"{self.service}: sent {expected} texts but the response holds "
+                f"{len(vectors)} vectors"
+            )
+        for vector in vectors:
+            if len(vector) != self.dimensions:
+                raise EmbeddingError(
+                    f"{self.service}: model {self.model!r} returned a vector of "
+                    f"{len(vector)} dimensions, but dimensions is {self.dimensions}"
+                )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        await self._endpoint.aclose()
+
+    async def __aenter__(self) -> OllamaEmbeddingModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,4 +1,7 @@
-"""AgentScope's embedding model names: Ollama and Gemini models, the OpenAI alias, usage."""
+"""AgentScope's embedding model names: Ollama and Gemini models, the OpenAI alias, usage.
+
+Ollama's requests are tested in test_ollama_embedding.py, against a fake Ollama server.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ from ragflow_config import UnsupportedInputError
 from ragflow_config.credential import (
     GeminiCredential,
     MissingSecretError,
-    OllamaCredential,
     OpenAICredential,
 )
 from ragflow_config.embedding import (
@@ -27,36 +29,6 @@ from ragflow_config.pipeline._registry import default_registry
 from ._server import EmbeddingServer
 
 KEY = "gm-test-0123456789"
-
-
-async def test_ollama_credential_host_is_where_requests_go_without_a_key(
-    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
-    host = server.url.removesuffix("/v1")
-    model = OllamaEmbeddingModel(
-        credential=OllamaCredential(host=host), model="nomic-embed-text", dimensions=8
-    )
-    assert model.host == host
-    async with model:
-        response = await model(["hello", "world"])
-
-    assert response.embeddings == [server.vector_for("hello"), server.vector_for("world")]
-    [seen] = server.requests
-    assert seen.path == "/v1/embeddings"
-    assert "authorization" not in seen.headers
-    assert "dimensions" not in seen.body  # Ollama models have one size
-    assert seen.body["model"] == "nomic-embed-text"
-
-
-async def test_ollama_without_a_credential_uses_base_url(server: EmbeddingServer) -> None:
-    model = OllamaEmbeddingModel(base_url=server.url, model="m", dimensions=8)
-    assert OllamaEmbeddingModel(model="m", dimensions=8).parameters.base_url == (
-        "http://localhost:11434/v1"
-    )
-    async with model:
-        await model(["x"])
-    assert server.requests[0].path == "/v1/embeddings"
 
 
 async def test_gemini_sends_its_key_to_the_compatible_api(server: EmbeddingServer) -> None:
