@@ -18,9 +18,9 @@ import json
 import logging
 import os
 import re
+import secrets
 import struct
 import sys
-import tempfile
 import time
 from abc import ABC, abstractmethod
 from array import array
@@ -203,9 +203,10 @@ class FileEmbeddingCache(EmbeddingCacheBase):
             raise
 
     def _temporary_file(self, path: Path) -> tuple[int, str]:
-        return tempfile.mkstemp(
-            dir=self.cache_dir, prefix=f".{path.stem[:16]}-", suffix=_TEMPORARY_SUFFIX
-        )
+        # Not mkstemp: its files are the owner's alone, and a cache folder may be shared
+        # between users (CI runners, containers); this one's mode follows the umask.
+        temporary = self.cache_dir / f".{path.stem[:16]}-{secrets.token_hex(8)}{_TEMPORARY_SUFFIX}"
+        return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), str(temporary)
 
     def _check_due(self, size: int, limit: float | None) -> bool:
         """Count a store by this process; whether the folder is to be checked before it."""

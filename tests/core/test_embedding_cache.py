@@ -73,6 +73,10 @@ async def test_files_are_numpy_npy_files_with_a_checksum(tmp_path: Path) -> None
     content = path.read_bytes()
     assert content[:-16] == written.getvalue() and len(content) == len(written.getvalue()) + 16
 
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # readable by whom the umask allows
+
     # A file without the checksum (numpy's own, AgentScope's) vouches for nothing: a miss.
     numpy.save(cache.path_for({"input": "y"}), numpy.array([[1.0, 2.0]]))
     assert await cache.retrieve({"input": "y"}) is None
