@@ -492,7 +492,7 @@ def _retrieval_issues(
                 locations.issue(
                     where,
                     f"retrieval mode {retrieval.mode!r} needs a store with a lexical side, and "
-                    f"{store_type!r} has none yet; use one of {', '.join(lexical_stores)}, or "
+                    f"{store_type!r} has none; use one of {', '.join(lexical_stores)}, or "
                     "mode dense",
                 )
             )

@@ -67,8 +67,8 @@ class KnowledgeBase:
         if self._retrieval.lexical and not vector_store.supports_lexical:
             raise ValueError(
                 f"knowledge base {name!r}: retrieval mode {self._retrieval.mode!r} needs a "
-                f"lexical side, which {vector_store.store_name} does not have yet; use a qdrant, "
-                "pgvector or milvus_lite store, or set `retrieval: {mode: dense}`"
+                f"lexical side, which {vector_store.store_name} does not have; use a store "
+                "with one (every built-in store has one), or set `retrieval: {mode: dense}`"
             )
         self._analyzer = Analyzer(self._retrieval.analyzer) if self._retrieval.lexical else None
         self.name = name

@@ -230,13 +230,16 @@ async def test_a_dense_collection_is_refused_for_hybrid_with_what_to_do(store: Q
         await knowledge_base(store, "hybrid").search(["cats"])
 
 
-def test_a_store_without_a_lexical_side_is_refused_up_front() -> None:
-    pytest.importorskip("elasticsearch")
-    from ragflow_config.rag import ElasticsearchStore
+class DenseOnlyStore(QdrantStore):
+    """A plugin store without a lexical side (every built-in store has one)."""
 
-    store = ElasticsearchStore(hosts="http://localhost:9200")  # never contacted
+    supports_lexical = False
+
+
+def test_a_store_without_a_lexical_side_is_refused_up_front() -> None:
+    store = DenseOnlyStore(location=":memory:")  # never entered
     with pytest.raises(ValueError, match="retrieval mode 'hybrid' needs a lexical side"):
-        knowledge_base(store, "hybrid")  # type: ignore[arg-type]
+        knowledge_base(store, "hybrid")
 
 
 async def test_dense_mode_is_unchanged(store: QdrantStore) -> None:

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragflow_config.pipeline import _validate
+from ragflow_config.pipeline._registry import Registry
 from ragflow_config.pipeline._validate import check_file
+from ragflow_config.rag import QdrantStore
 
 PIPELINE = """\
 version: 1
@@ -26,10 +28,18 @@ knowledge_bases:
 QDRANT = "{type: qdrant, parameters: {location: ':memory:'}}"
 
 
-def issues(tmp_path: Path, store: str = QDRANT, more: str = "") -> list[str]:
+class DenseOnlyStore(QdrantStore):
+    """A plugin store without a lexical side (every built-in store has one)."""
+
+    supports_lexical = False
+
+
+def issues(
+    tmp_path: Path, store: str = QDRANT, more: str = "", registry: Registry | None = None
+) -> list[str]:
     path = tmp_path / "pipeline.yaml"
     path.write_text(PIPELINE.format(store=store, more=more), encoding="utf-8")
-    _, found = check_file(path)
+    _, found = check_file(path, registry)
     return [f"{issue.line}:{issue.column}: {issue.path}: {issue.message}" for issue in found]
 
 
@@ -39,12 +49,20 @@ def test_a_valid_block_passes(tmp_path: Path) -> None:
 
 
 def test_a_store_without_a_lexical_side_is_an_error_at_the_mode(tmp_path: Path) -> None:
-    store = "{type: elasticsearch, parameters: {hosts: 'http://localhost:9200'}}"
-    assert issues(tmp_path, store) == [
+    registry = Registry.from_entry_points()  # not the shared default: it would keep the plugin
+    registry.register("vector_store", "dense_only", DenseOnlyStore)
+    store = "{type: dense_only, parameters: {location: ':memory:'}}"
+    assert issues(tmp_path, store, registry=registry) == [
         "12:13: knowledge_bases[0].retrieval.mode: retrieval mode 'hybrid' needs a store with a "
-        "lexical side, and 'elasticsearch' has none yet; use one of milvus_lite, pgvector, "
-        "qdrant, or mode dense"
+        "lexical side, and 'dense_only' has none; use one of elasticsearch, milvus_lite, "
+        "mongodb, pgvector, qdrant, or mode dense"
     ]
+
+
+@pytest.mark.parametrize("store", ["elasticsearch", "mongodb"])
+def test_elasticsearch_and_mongodb_have_a_lexical_side(tmp_path: Path, store: str) -> None:
+    parameters = {"elasticsearch": "{hosts: 'http://localhost:9200'}", "mongodb": "{database: rag}"}
+    assert issues(tmp_path, f"{{type: {store}, parameters: {parameters[store]}}}") == []
 
 
 def test_unknown_keys_and_bad_values_are_errors_at_their_lines(tmp_path: Path) -> None:

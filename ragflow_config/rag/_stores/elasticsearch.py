@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from collections.abc import Awaitable, Callable
 from functools import partial
 from http import HTTPStatus
@@ -49,6 +50,24 @@ _BULK_ADVICE = {
 }
 _TOO_LARGE = 413
 
+# The lexical side's score: the inner product of a record's stored weights
+# with the query's. Each stored entry is one long, the term id above the
+# weight's float32 bits (see ``packed_terms``), so the weights keep the
+# precision Qdrant, Milvus and pgvector keep; ``rank_features`` and
+# ``sparse_vector`` keep 9 significant bits, which would reorder close hits.
+_INNER_PRODUCT = """
+double score = 0;
+def entries = doc['weighted_terms'];
+for (int i = 0; i < entries.size(); ++i) {
+  long entry = entries.get(i);
+  def weight = params.weights.get(Long.toString(entry >>> 32));
+  if (weight != null) {
+    score += weight * Float.intBitsToFloat((int) entry);
+  }
+}
+return score;
+"""
+
 
 class _Overloaded(Exception):
     """A retryable HTTP status (429, 502, 503, 504)."""
@@ -69,12 +88,21 @@ class ElasticsearchStore(VectorStoreBase):
     a list holding its value. An index written before lists were indexed so
     has no keyword for their elements: ``reset`` and ``run`` it again.
 
+    The lexical side (``create_lexical_collection``) adds ``term_ids`` (an
+    indexed ``integer`` array: which records hold a term, what ``term_counts``
+    counts with a ``filters`` aggregation) and ``weighted_terms`` (each term's
+    BM25 weight, doc values only). ``lexical_search`` scores the records
+    holding a query term by a ``script_score`` computing the exact inner
+    product, not by Elasticsearch's own BM25, so the scores are those of every
+    other store (``rag/_retrieval``).
+
     Credentials come from ``credential`` or the variables ``api_key_env``, or
     ``username_env`` and ``password_env``. Requires an Elasticsearch server
     whose major version matches the client's.
     """
 
     requires: ClassVar[dict[str, str]] = {"elasticsearch": "elasticsearch"}
+    supports_lexical: ClassVar[bool] = True
 
     class Parameters(StoreParameters):
         hosts: str | list[str] = Field(
@@ -235,13 +263,18 @@ class ElasticsearchStore(VectorStoreBase):
         return name
 
     async def create_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=False)
+
+    async def create_lexical_collection(self, name: str, dimensions: int) -> None:
+        await self._create(name, dimensions, lexical=True)
+
+    async def _create(self, name: str, dimensions: int, *, lexical: bool) -> None:
         index = self._index(name)
         if await self.has_collection(index):
             return
+        mappings = index_mappings(dimensions, self.parameters.distance, lexical=lexical)
         await self._call(
-            lambda: self.client.indices.create(
-                index=index, mappings=index_mappings(dimensions, self.parameters.distance)
-            ),
+            lambda: self.client.indices.create(index=index, mappings=mappings),
             tolerate=frozenset({"resource_already_exists_exception"}),  # a concurrent create
         )
 
@@ -257,6 +290,22 @@ class ElasticsearchStore(VectorStoreBase):
         return bool(await self._call(lambda: self.client.indices.exists(index=index)))
 
     async def collection_dimensions(self, name: str) -> int | None:
+        fields = await self._fields(name)
+        if fields is None:
+            return None
+        vector = fields.get("vector", {})
+        if vector.get("type") == "dense_vector" and "dims" in vector:
+            return int(vector["dims"])
+        raise VectorStoreError(
+            self.store_name, f"index {name!r} has no dense_vector field 'vector' with dims"
+        )
+
+    async def has_lexical(self, name: str) -> bool:
+        fields = await self._fields(name)
+        return fields is not None and "weighted_terms" in fields
+
+    async def _fields(self, name: str) -> dict[str, Any] | None:
+        """The index's mapped fields, or ``None`` if it does not exist."""
         index = self._index(name)
         response = await self._call(
             lambda: self.client.indices.get_mapping(index=index),
@@ -265,13 +314,8 @@ class ElasticsearchStore(VectorStoreBase):
         if response is None:
             return None
         # Keyed by the concrete index name, which differs from ``name`` for an alias.
-        for mapping in response.body.values():
-            vector = mapping.get("mappings", {}).get("properties", {}).get("vector", {})
-            if vector.get("type") == "dense_vector" and "dims" in vector:
-                return int(vector["dims"])
-        raise VectorStoreError(
-            self.store_name, f"index {name!r} has no dense_vector field 'vector' with dims"
-        )
+        mapping: dict[str, Any] = next(iter(response.body.values()), {})
+        return dict(mapping.get("mappings", {}).get("properties", {}))
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
@@ -284,15 +328,17 @@ class ElasticsearchStore(VectorStoreBase):
                 chunk = record.chunk
                 _id = record.key
                 operations.append({"index": {"_index": index, "_id": _id}})
-                operations.append(
-                    {
-                        "vector": record.vector,
-                        "document_id": record.document_id,
-                        "chunk_index": chunk.chunk_index,
-                        "chunk": chunk.model_dump(mode="json"),
-                        "metadata_terms": metadata_terms(chunk.metadata),
-                    }
-                )
+                source = {
+                    "vector": record.vector,
+                    "document_id": record.document_id,
+                    "chunk_index": chunk.chunk_index,
+                    "chunk": chunk.model_dump(mode="json"),
+                    "metadata_terms": metadata_terms(chunk.metadata),
+                }
+                if record.terms:  # only a lexical index maps these fields
+                    source["term_ids"] = sorted(record.terms)
+                    source["weighted_terms"] = packed_terms(record.terms)
+                operations.append(source)
             response = await self._call(
                 partial(self.client.bulk, operations=operations, refresh=self.parameters.refresh)
             )
@@ -353,6 +399,43 @@ class ElasticsearchStore(VectorStoreBase):
             )
             for hit in response.body["hits"]["hits"]
         ]
+
+    async def lexical_search(
+        self,
+        collection: str,
+        weights: dict[int, float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        index = self._index(collection)
+        if top_k <= 0 or not weights:
+            return []
+        if top_k > _MAX_K:
+            raise ValueError(f"{self.store_name}: top_k is at most {_MAX_K}, got {top_k}")
+        request = lexical_request(weights, top_k, metadata_filter)
+        response = await self._call(partial(self.client.search, index=index, **request))
+        assert response is not None
+        return [
+            VectorSearchResult(
+                score=hit["_score"],
+                document_id=hit["_source"]["document_id"],
+                chunk=Chunk.model_validate(hit["_source"]["chunk"]),
+            )
+            for hit in response.body["hits"]["hits"]
+        ]
+
+    async def term_counts(
+        self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
+    ) -> tuple[int, dict[int, int]]:
+        index = self._index(collection)
+        wanted = list(dict.fromkeys(terms))
+        request = term_counts_request(wanted, metadata_filter)
+        response = await self._call(partial(self.client.search, index=index, **request))
+        assert response is not None
+        body = response.body
+        buckets = body.get("aggregations", {}).get("holding", {}).get("buckets", {})
+        total = int(body["hits"]["total"]["value"])
+        return total, {term: int(buckets[str(term)]["doc_count"]) for term in wanted}
 
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
@@ -471,24 +554,77 @@ def index_name_problem(name: str) -> str | None:
     return None
 
 
-def index_mappings(dimensions: int, distance: str) -> dict[str, Any]:
-    """The mapping of a new index for ``dimensions``-long vectors."""
-    return {
-        "dynamic": "strict",
-        "properties": {
-            "vector": {
-                "type": "dense_vector",
-                "dims": dimensions,
-                "index": True,
-                "similarity": SIMILARITY[distance],
-                "index_options": {"type": "hnsw"},
-            },
-            "document_id": {"type": "keyword"},
-            "chunk_index": {"type": "integer"},
-            "chunk": {"type": "object", "enabled": False},
-            "metadata_terms": {"type": "keyword", "ignore_above": _MAX_TERM_CHARACTERS},
+def index_mappings(dimensions: int, distance: str, *, lexical: bool = False) -> dict[str, Any]:
+    """The mapping of a new index for ``dimensions``-long vectors, and terms if ``lexical``."""
+    properties: dict[str, Any] = {
+        "vector": {
+            "type": "dense_vector",
+            "dims": dimensions,
+            "index": True,
+            "similarity": SIMILARITY[distance],
+            "index_options": {"type": "hnsw"},
         },
+        "document_id": {"type": "keyword"},
+        "chunk_index": {"type": "integer"},
+        "chunk": {"type": "object", "enabled": False},
+        "metadata_terms": {"type": "keyword", "ignore_above": _MAX_TERM_CHARACTERS},
     }
+    if lexical:
+        properties["term_ids"] = {"type": "integer"}
+        # Read by the scoring script only: doc values, no index.
+        properties["weighted_terms"] = {"type": "long", "index": False}
+    return {"dynamic": "strict", "properties": properties}
+
+
+def packed_terms(terms: dict[int, float]) -> list[int]:
+    """Each term as one long: its id above its weight's float32 bits, read by ``_INNER_PRODUCT``.
+
+    Weights are positive, so the bits are those of a positive ``int`` and
+    every long is too; ids lie below ``TERM_SPACE`` (2^29).
+    """
+    return [
+        term << 32 | struct.unpack("<I", struct.pack("<f", weight))[0]
+        for term, weight in sorted(terms.items())
+    ]
+
+
+def lexical_request(
+    weights: dict[int, float], top_k: int, metadata_filter: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The search scoring the records within the filter that hold a query term.
+
+    Ties go by document id and chunk index, as ``_retrieval.ordered`` breaks them.
+    """
+    holding = {"terms": {"term_ids": sorted(weights)}}
+    return {
+        "query": {
+            "script_score": {
+                "query": {"bool": {"filter": [holding, *filter_clauses(metadata_filter)]}},
+                "script": {
+                    "source": _INNER_PRODUCT,
+                    "params": {"weights": {str(term): w for term, w in sorted(weights.items())}},
+                },
+            }
+        },
+        "size": top_k,
+        "sort": ["_score", {"document_id": "asc"}, {"chunk_index": "asc"}],
+        "track_scores": True,
+        "source": ["document_id", "chunk"],
+    }
+
+
+def term_counts_request(terms: list[int], metadata_filter: dict[str, Any] | None) -> dict[str, Any]:
+    """The count of records within the filter, and of those holding each term."""
+    clauses = filter_clauses(metadata_filter)
+    request: dict[str, Any] = {
+        "query": {"bool": {"filter": clauses}} if clauses else {"match_all": {}},
+        "size": 0,
+        "track_total_hits": True,  # exact, past ES's default of counting to 10,000
+    }
+    if terms:
+        holding = {str(term): {"term": {"term_ids": term}} for term in terms}
+        request["aggregations"] = {"holding": {"filters": {"filters": holding}}}
+    return request
 
 
 def filter_term(path: tuple[str, ...], value: Scalar) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -24,6 +25,7 @@ SIMILARITY = {"cosine": "cosine", "dot": "dotProduct", "euclidean": "euclidean"}
 _MAX_CANDIDATES = 10_000  # Atlas caps numCandidates (and so limit) here
 _MIN_CANDIDATES = 100
 _METADATA = "chunk.metadata."
+_TERM_IDS = "terms.t"  # a lexical record's term ids, under an ordinary (multikey) index
 _INDEX_POLL_SECONDS = (0.5, 5.0)  # first and longest pause between readiness checks
 _INDEX_ALREADY_EXISTS = 68
 # Write errors that are the document's own: BSONObjectTooLarge (past 16 MiB),
@@ -45,9 +47,19 @@ class MongoDBStore(VectorStoreBase):
     ``create_collection`` builds the index and waits until it is queryable;
     a collection's readiness is checked once per open store, not per search.
     With ``distance: dot`` MongoDB expects unit-length vectors.
+
+    The lexical side (``create_lexical_collection``) keeps a record's BM25
+    weights in the document as ``terms: [{t: term id, w: weight}]``, with an
+    ordinary index on ``terms.t``. ``lexical_search`` is an aggregation that
+    matches the records within the filter holding a query term and sums
+    ``w`` times the query's weight over them: the exact inner product, as on
+    every other store (``rag/_retrieval``), not Atlas Search's own BM25. It
+    and ``term_counts`` filter with ``$match``, so any metadata key scopes
+    them, declared in ``filter_fields`` or not.
     """
 
     requires: ClassVar[dict[str, str]] = {"pymongo": "mongodb"}
+    supports_lexical: ClassVar[bool] = True
 
     class Parameters(StoreParameters):
         database: str = Field(description="Database holding one collection per knowledge base.")
@@ -186,6 +198,16 @@ class MongoDBStore(VectorStoreBase):
             retry_on=(errors.AutoReconnect,),
             attempts=self.parameters.max_retries + 1,
         )
+
+    async def create_lexical_collection(self, name: str, dimensions: int) -> None:
+        await self.create_collection(name, dimensions)
+        collection = self._collection(name)
+        await self._call(lambda: collection.create_index([(_TERM_IDS, 1)]))
+
+    async def has_lexical(self, name: str) -> bool:
+        collection = self._collection(name)
+        indexes = await self._call(collection.index_information)
+        return any(index["key"] == [(_TERM_IDS, 1)] for index in indexes.values())
 
     async def create_collection(self, name: str, dimensions: int) -> None:
         errors = require("pymongo.errors", "mongodb")
@@ -391,6 +413,47 @@ class MongoDBStore(VectorStoreBase):
             for found in await self._call(run)
         ]
 
+    async def lexical_search(
+        self,
+        collection: str,
+        weights: dict[int, float],
+        top_k: int = 5,
+        metadata_filter: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        target = self._collection(collection)
+        if top_k <= 0 or not weights:
+            return []
+        pipeline = lexical_pipeline(weights, top_k, metadata_filter)
+
+        async def run() -> list[dict[str, Any]]:
+            cursor = await target.aggregate(pipeline)
+            return list(await cursor.to_list())
+
+        return [
+            VectorSearchResult(
+                score=found["score"],
+                document_id=found["document_id"],
+                chunk=Chunk.model_validate(found["chunk"]),
+            )
+            for found in await self._call(run)
+        ]
+
+    async def term_counts(
+        self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
+    ) -> tuple[int, dict[int, int]]:
+        target = self._collection(collection)
+        wanted = list(dict.fromkeys(terms))
+        pipeline = term_counts_pipeline(wanted, metadata_filter)
+
+        async def run() -> list[dict[str, Any]]:
+            cursor = await target.aggregate(pipeline)
+            return list(await cursor.to_list())
+
+        (counted,) = await self._call(run)
+        total = counted["total"][0]["n"] if counted["total"] else 0
+        holding = {group["_id"]: group["n"] for group in counted["holding"]}
+        return total, {term: holding.get(term, 0) for term in wanted}
+
     async def list_documents(
         self, collection: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[DocumentSummary]:
@@ -589,6 +652,53 @@ def search_pipeline(
     ]
 
 
+def lexical_pipeline(
+    weights: dict[int, float], top_k: int, metadata_filter: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The records within the filter holding a query term, by the inner product, best first.
+
+    Ties go by document id and chunk index, as ``_retrieval.ordered`` breaks them.
+    """
+    ids = sorted(weights)
+    query_weight = {
+        "$arrayElemAt": [[weights[t] for t in ids], {"$indexOfArray": [ids, "$$this.t"]}]
+    }
+    score = {
+        "$reduce": {
+            "input": {"$filter": {"input": "$terms", "cond": {"$in": ["$$this.t", ids]}}},
+            "initialValue": 0.0,
+            "in": {"$add": ["$$value", {"$multiply": ["$$this.w", query_weight]}]},
+        }
+    }
+    return [
+        {"$match": {"$and": [{_TERM_IDS: {"$in": ids}}, *metadata_clauses(metadata_filter)]}},
+        {"$project": {"_id": 0, "document_id": 1, "chunk": 1, "score": score}},
+        {"$sort": {"score": -1, "document_id": 1, "chunk.chunk_index": 1}},
+        {"$limit": top_k},
+    ]
+
+
+def term_counts_pipeline(
+    terms: list[int], metadata_filter: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """One document: ``total`` (records within the filter) and ``holding`` (per term)."""
+    query = match_query(None, metadata_filter)
+    return [
+        *([{"$match": query}] if query else []),
+        {
+            "$facet": {
+                "total": [{"$count": "n"}],
+                "holding": [
+                    {"$match": {_TERM_IDS: {"$in": terms}}},
+                    {"$unwind": "$terms"},
+                    {"$match": {_TERM_IDS: {"$in": terms}}},
+                    {"$group": {"_id": "$terms.t", "n": {"$sum": 1}}},
+                ],
+            }
+        },
+    ]
+
+
 def documents_pipeline(metadata_filter: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One group per document: its chunk count and lowest-indexed chunk."""
     query = match_query(None, metadata_filter)
@@ -607,12 +717,23 @@ def documents_pipeline(metadata_filter: dict[str, Any] | None) -> list[dict[str,
 def stored_document(record: VectorRecord) -> tuple[str, dict[str, Any]]:
     """The ``_id`` and body of ``record``'s MongoDB document."""
     _id = record.key
-    return _id, {
+    document = {
         "_id": _id,
         "document_id": record.document_id,
         "vector": record.vector,
         "chunk": record.chunk.model_dump(mode="json"),
     }
+    if record.terms:
+        document["terms"] = [
+            {"t": term, "w": _float32(weight)} for term, weight in sorted(record.terms.items())
+        ]
+    return _id, document
+
+
+def _float32(value: float) -> float:
+    """``value`` at the float32 precision Qdrant, Milvus and pgvector store weights at,
+    so the same chunks score the same here."""
+    return float(struct.unpack("<f", struct.pack("<f", value))[0])
 
 
 def common_score(distance: str, score: float) -> float:
