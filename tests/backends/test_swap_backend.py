@@ -160,8 +160,9 @@ async def test_swapping_the_store_block_keeps_the_top_results(
             assert score == pytest.approx(expected_score, abs=1e-4)  # one score scale everywhere
 
 
-# Backends with a lexical side: one retrieval block gives one ranking on each.
-LEXICAL_BACKENDS = ["qdrant", "milvus_lite", "pgvector"]
+# Every backend has a lexical side: one retrieval block gives one ranking on each
+# (Elasticsearch and MongoDB when their servers are named, as above).
+LEXICAL_BACKENDS = list(BACKENDS)
 
 
 async def ranked(path: Path, top_k: int = 5) -> list[list[tuple[str, int, float]]]:
