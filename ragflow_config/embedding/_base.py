@@ -27,7 +27,13 @@ logger = logging.getLogger("ragflow_config.embedding")
 
 @dataclass
 class EmbeddingUsage:
-    """What a call cost: its wall-clock seconds, and tokens when the service reports them."""
+    """What a call cost: seconds at the model, and tokens when the service reports them.
+
+    ``time`` is, as in AgentScope, the longest time one of the call's batches
+    took (a batch's own ``usage.time`` when its ``_call_api`` reports one, else
+    measured around it): batches run side by side, so it is not their sum.
+    Vectors from the cache cost none.
+    """
 
     time: float
     tokens: int | None = None
@@ -164,15 +170,13 @@ class EmbeddingModelBase(Component):
         batcher = self._batchers.get(loop)
         if batcher is None:  # one per event loop: a model may outlive an asyncio.run()
             batcher = self._batchers[loop] = _Batcher(self)
-        started = time.perf_counter()
         source: Literal["cache", "api"] = "api"
         if self.embedding_cache is None:
-            embeddings, tokens = await batcher.embed(items)
+            embeddings, usage = await batcher.embed(items)
         else:
-            embeddings, tokens, source = await self._through_cache(
+            embeddings, usage, source = await self._through_cache(
                 self.embedding_cache, batcher, items
             )
-        usage = EmbeddingUsage(time=time.perf_counter() - started, tokens=tokens)
         return EmbeddingResponse(embeddings=embeddings, source=source, usage=usage)
 
     def cache_identifier(self, item: str | DataBlock) -> dict[str, Any]:
@@ -190,9 +194,9 @@ class EmbeddingModelBase(Component):
 
     async def _through_cache(
         self, cache: EmbeddingCacheBase, batcher: _Batcher, items: list[str | DataBlock]
-    ) -> tuple[list[list[float]], int | None, Literal["cache", "api"]]:
-        """Cached vectors, the rest from the model (then cached), the tokens the model's
-        share cost (0 when there was none), and "cache" if all were cached."""
+    ) -> tuple[list[list[float]], EmbeddingUsage, Literal["cache", "api"]]:
+        """Cached vectors, the rest from the model (then cached), what the model's
+        share cost (nothing when there was none), and "cache" if all were cached."""
         keys = [self.cache_identifier(item) for item in items]
         try:
             found = await cache.retrieve_many(keys)
@@ -204,9 +208,9 @@ class EmbeddingModelBase(Component):
             for hit in found
         ]
         missing = [index for index, vector in enumerate(vectors) if vector is None]
-        tokens: int | None = 0
+        usage = EmbeddingUsage(time=0, tokens=0)
         if missing:
-            fresh, tokens = await batcher.embed([items[index] for index in missing])
+            fresh, usage = await batcher.embed([items[index] for index in missing])
             for index, vector in zip(missing, fresh, strict=True):
                 vectors[index] = vector
             try:
@@ -217,7 +221,7 @@ class EmbeddingModelBase(Component):
                 _warn_of_an_unusable_cache(exc)
         return (
             [vector for vector in vectors if vector is not None],
-            tokens,
+            usage,
             "cache" if not missing else "api",
         )
 
@@ -235,14 +239,16 @@ _warned_of_an_unusable_cache = False
 
 
 @dataclass(eq=False)
-class _BatchTokens:
-    """What the service reported one batch cost, and how many inputs shared it."""
+class _BatchCost:
+    """What one batch cost (its seconds, and tokens if the service reported them),
+    and how many inputs shared it."""
 
     size: int
+    time: float
     tokens: int | None
 
 
-_Waiting = tuple[str | DataBlock, asyncio.Future[tuple[list[float], _BatchTokens]]]
+_Waiting = tuple[str | DataBlock, asyncio.Future[tuple[list[float], _BatchCost]]]
 
 
 class _Batcher:
@@ -261,14 +267,15 @@ class _Batcher:
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def embed(self, items: list[str | DataBlock]) -> tuple[list[list[float]], int | None]:
-        """The items' vectors, and the tokens they cost when the service reported them.
+    async def embed(self, items: list[str | DataBlock]) -> tuple[list[list[float]], EmbeddingUsage]:
+        """The items' vectors, and what they cost: the longest of their batches' times,
+        and the tokens when the service reported them.
 
         Tokens are known only when every batch the items went in held none
         but them: the service reports a batch's tokens, not each input's.
         """
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[tuple[list[float], _BatchTokens]]] = [
+        futures: list[asyncio.Future[tuple[list[float], _BatchCost]]] = [
             loop.create_future() for _ in items
         ]
         self._waiting.extend(zip(items, futures, strict=True))
@@ -286,7 +293,8 @@ class _Batcher:
             if mine == batch.size and batch.tokens is not None
         ]
         tokens = sum(known) if len(known) == len(batches) else None
-        return [vector for vector, _ in results], tokens
+        usage = EmbeddingUsage(time=max(batch.time for batch in batches), tokens=tokens)
+        return [vector for vector, _ in results], usage
 
     def _start_batches(self) -> None:
         limit = self._model.parameters.max_concurrency
@@ -304,9 +312,11 @@ class _Batcher:
 
     async def _run(self, batch: list[_Waiting]) -> None:
         try:
+            started = time.perf_counter()
             response = await self._model._call_api([item for item, _ in batch])
             vectors = response.embeddings
-            cost = _BatchTokens(len(batch), response.usage.tokens if response.usage else None)
+            usage = response.usage or EmbeddingUsage(time=time.perf_counter() - started)
+            cost = _BatchCost(len(batch), usage.time, usage.tokens)
             if len(vectors) != len(batch):
                 raise RuntimeError(
                     f"{type(self._model).__name__} returned {len(vectors)} vectors "
