@@ -1,9 +1,11 @@
-"""MilvusLiteStore specifics: the shared embedded server and file names."""
+"""MilvusLiteStore specifics: the shared embedded server, its queue and file names."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -27,6 +29,36 @@ async def test_two_stores_on_one_file_share_its_server(store_dir: Path) -> None:
 
     async with MilvusLiteStore(uri=uri) as third:
         assert await third.collection_dimensions("kb") == 2
+
+
+async def test_milvus_lite_gets_one_request_at_a_time(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Milvus Lite serves one request at a time; requests sent together wait in
+    # its server, where each one's timeout counts the wait behind the others
+    # (a run with 64 files in flight timed out at 21,000 chunks). The store
+    # queues them itself, so a timeout covers one request's own work.
+    async with MilvusLiteStore(uri=str(store_dir / "kb.db")) as store:
+        await store.create_collection("kb", 2)
+        upsert = store.client.upsert
+        in_flight: list[None] = []
+        most = 0
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal most
+            in_flight.append(None)
+            most = max(most, len(in_flight))
+            try:
+                return await upsert(*args, **kwargs)
+            finally:
+                in_flight.pop()
+
+        monkeypatch.setattr(store.client, "upsert", counted)
+        await asyncio.gather(
+            *(store.insert("kb", [make_record(f"doc-{i}", 0, [1.0, 0.0])]) for i in range(16))
+        )
+        assert most == 1
+        assert len(await store.list_documents("kb")) == 16
 
 
 async def test_a_relative_uri_is_created_where_it_points(

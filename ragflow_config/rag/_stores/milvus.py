@@ -11,6 +11,7 @@ import shutil
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
@@ -117,6 +118,7 @@ class MilvusLiteStore(VectorStoreBase):
         self._client: Any = None
         self._lite_path: str | None = None
         self._lexical: dict[str, bool] = {}
+        self._turn: AbstractAsyncContextManager[Any] = nullcontext()
 
     @property
     def store_name(self) -> str:
@@ -137,6 +139,12 @@ class MilvusLiteStore(VectorStoreBase):
             except OSError as exc:
                 raise disk_failure(self.store_name, str(path.parent), exc) from exc
             self._lite_path = str(path)
+            # Milvus Lite serves one request at a time (one lock around every
+            # operation), so concurrent requests queue in its server, where
+            # `timeout` would count the wait behind every other file's write:
+            # 64 files in flight timed out at 21,000 chunks. Queued here, a
+            # request's timeout covers its own work.
+            self._turn = asyncio.Lock()  # made here: a lock belongs to one event loop
             with _lite_lock:
                 _lite_users[self._lite_path] += 1
             try:
@@ -224,7 +232,8 @@ class MilvusLiteStore(VectorStoreBase):
 
         async def attempt() -> T:
             try:
-                return await operation(self.client)
+                async with self._turn:
+                    return await operation(self.client)
             except MilvusException as exc:
                 if _unreachable(exc):
                     raise ConnectionError(exc.message) from exc
