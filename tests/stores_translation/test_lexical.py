@@ -241,12 +241,13 @@ async def test_mongo_lexical_search_scores_the_inner_product_within_the_filter(
             "document_id": 1,
             "chunk": 1,
             "score": {
-                "$reduce": {
-                    "input": {
-                        "$filter": {"input": "$terms", "cond": {"$in": ["$$this.t", [2, 9]]}}
-                    },
-                    "initialValue": 0.0,
-                    "in": {"$add": ["$$value", {"$multiply": ["$$this.w", query_weight]}]},
+                "$sum": {
+                    "$map": {
+                        "input": {
+                            "$filter": {"input": "$terms", "cond": {"$in": ["$$this.t", [2, 9]]}}
+                        },
+                        "in": {"$multiply": ["$$this.w", query_weight]},
+                    }
                 }
             },
         }

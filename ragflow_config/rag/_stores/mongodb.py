@@ -52,10 +52,10 @@ class MongoDBStore(VectorStoreBase):
     weights in the document as ``terms: [{t: term id, w: weight}]``, with an
     ordinary index on ``terms.t``. ``lexical_search`` is an aggregation that
     matches the records within the filter holding a query term and sums
-    ``w`` times the query's weight over them: the exact inner product, as on
-    every other store (``rag/_retrieval``), not Atlas Search's own BM25. It
-    and ``term_counts`` filter with ``$match``, so any metadata key scopes
-    them, declared in ``filter_fields`` or not.
+    ``w`` times the query's weight over the terms they share: the exact
+    inner product, as on every other store (``rag/_retrieval``), not Atlas
+    Search's own BM25. It and ``term_counts`` filter with ``$match``, so any
+    metadata key scopes them, declared in ``filter_fields`` or not.
     """
 
     requires: ClassVar[dict[str, str]] = {"pymongo": "mongodb"}
@@ -663,13 +663,8 @@ def lexical_pipeline(
     query_weight = {
         "$arrayElemAt": [[weights[t] for t in ids], {"$indexOfArray": [ids, "$$this.t"]}]
     }
-    score = {
-        "$reduce": {
-            "input": {"$filter": {"input": "$terms", "cond": {"$in": ["$$this.t", ids]}}},
-            "initialValue": 0.0,
-            "in": {"$add": ["$$value", {"$multiply": ["$$this.w", query_weight]}]},
-        }
-    }
+    held = {"$filter": {"input": "$terms", "cond": {"$in": ["$$this.t", ids]}}}
+    score = {"$sum": {"$map": {"input": held, "in": {"$multiply": ["$$this.w", query_weight]}}}}
     return [
         {"$match": {"$and": [{_TERM_IDS: {"$in": ids}}, *metadata_clauses(metadata_filter)]}},
         {"$project": {"_id": 0, "document_id": 1, "chunk": 1, "score": score}},
