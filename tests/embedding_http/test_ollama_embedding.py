@@ -130,3 +130,6 @@ async def test_vectors_of_the_wrong_size_or_count_are_refused(ollama_server: Oll
         ollama_server.reply = lambda number, body: Reply(200, {"embeddings": "none"})
         with pytest.raises(EmbeddingError, match="unexpected response: embeddings"):
             await model(["x"])
+        ollama_server.reply = lambda number, body: Reply(200, b"<html>proxy error</html>")
+        with pytest.raises(EmbeddingError, match="a response that is not JSON"):
+            await model(["x"])

@@ -11,7 +11,7 @@ from _ollama_fake import OllamaServer, chat_reply, not_pulled
 
 from ragflow_config import ChatModelError
 from ragflow_config.credential import OllamaCredential
-from ragflow_config.message import Msg, TextBlock, ToolCallBlock, ToolResultBlock
+from ragflow_config.message import DataBlock, Msg, TextBlock, ToolCallBlock, ToolResultBlock
 from ragflow_config.model import OllamaChatModel, OpenAIChatModel, OpenAICompatibleChatModel
 
 TOOL = {
@@ -89,6 +89,20 @@ async def test_a_model_not_pulled_says_how_to_pull_it(ollama_server: OllamaServe
         with pytest.raises(ChatModelError, match=r"run `ollama pull qwen3:14b`"):
             await model([Msg("alice", "Hello", "user")])
     assert len(ollama_server.requests) == 1
+
+
+async def test_a_vision_model_gets_images_inline(ollama_server: OllamaServer) -> None:
+    ollama_server.replies = [chat_reply("A cat.")] * 2
+    image = DataBlock.from_bytes(b"\x89PNG-bytes", "image/png")
+    question = Msg("alice", [TextBlock(text="What is this?"), image], "user")
+    async with OllamaChatModel(base_url=ollama_server.host, model="llava", vision=True) as model:
+        await model([question])
+    async with OllamaChatModel(base_url=ollama_server.host, model="qwen3") as model:
+        await model([question])
+
+    seeing, blind = (seen.body["messages"][0] for seen in ollama_server.requests)
+    assert seeing == {"role": "user", "content": "What is this?", "images": [image.source.data]}
+    assert "images" not in blind and "image/png" in blind["content"]  # a placeholder instead
 
 
 def test_ollama_defaults_to_the_local_server_and_openai_keeps_its_name() -> None:
