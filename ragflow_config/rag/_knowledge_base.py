@@ -313,7 +313,8 @@ class KnowledgeBase:
         the BM25 score (0 and up, unbounded); ``hybrid``, the fused score:
         with ``rrf``, the sum of ``weight / (k + rank)`` (at most
         ``(dense_weight + lexical_weight) / (k + 1)``), with ``weighted``, the
-        sum of ``weight x`` each side's min-max normalised score. IDF counts
+        sum of ``weight x`` each side's min-max normalised score (each side's
+        first ``candidates`` hits span 0 to 1, later ones fall below 0). IDF counts
         the knowledge base's scope, not ``where``.
 
         With ``retrieval.rerank``, the first ``candidates`` hits (retrieved
@@ -405,7 +406,7 @@ class KnowledgeBase:
             )
         )
         fused = [
-            fuse(dense, lex, settings.fusion)
+            fuse(dense, lex, settings.fusion, candidates=settings.candidates)
             for dense, lex in zip(dense_hits, lexical_hits, strict=True)
         ]
         return _best(fused, top_k, score_threshold, tie_break=True)

@@ -51,7 +51,8 @@ class FusionSettings(_Settings):
     method: Literal["rrf", "weighted"] = Field(
         default="rrf",
         description="`rrf`: sum of weight / (k + rank) over both rankings. `weighted`: sum of "
-        "weight x score, each side's scores min-max normalised to [0, 1] over its candidates.",
+        "weight x score, each side's scores min-max normalised so that its first `candidates` "
+        "hits span [0, 1] (hits after them fall below 0).",
     )
     k: int = Field(default=60, ge=0, description="RRF's rank constant.")
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense side.")
@@ -137,15 +138,24 @@ def fuse(
     dense: Sequence[VectorSearchResult],
     lexical: Sequence[VectorSearchResult],
     fusion: FusionSettings,
+    *,
+    candidates: int,
 ) -> list[VectorSearchResult]:
-    """One ranking from two, each hit's score replaced by its fused score."""
+    """One ranking from two, each hit's score replaced by its fused score.
+
+    ``weighted`` normalises each side by the best and the worst of its first
+    ``candidates`` hits, however many it returned, so a search for more hits
+    than ``candidates`` (``eval``'s deep ranking) keeps the scale, and so the
+    order, of the search for fewer: its extra hits score below 0 rather than
+    squeezing every other hit towards 1.
+    """
     sides = ((ordered(dense), fusion.dense_weight), (ordered(lexical), fusion.lexical_weight))
     scores: dict[tuple[str, int], float] = {}
     hits: dict[tuple[str, int], VectorSearchResult] = {}
     for ranking, weight in sides:
         if not ranking:
             continue
-        top, bottom = ranking[0].score, ranking[-1].score
+        top, bottom = ranking[0].score, ranking[:candidates][-1].score
         for rank, hit in enumerate(ranking, start=1):
             key = (hit.document_id, hit.chunk.chunk_index)
             hits.setdefault(key, hit)

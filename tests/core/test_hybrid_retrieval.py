@@ -161,6 +161,7 @@ async def test_hybrid_is_the_fusion_of_the_dense_and_lexical_rankings(store: Qdr
             await dense.search([query], top_k=3),
             await lexical.search([query], top_k=3),
             FusionSettings.model_validate(fusion),
+            candidates=3,
         )
         hits = await hybrid.search([query], top_k=2)  # each side gives its 3 candidates
         assert [(h.document_id, h.score) for h in hits] == [
@@ -194,17 +195,42 @@ def test_rrf_and_weighted_fusion_by_hand() -> None:
 
     dense = [hit("a", 0.9), hit("b", 0.3), hit("c", 0.1)]
     lexical = [hit("c", 8.0), hit("a", 2.0)]
-    rrf = fuse(dense, lexical, FusionSettings(k=60))
+    rrf = fuse(dense, lexical, FusionSettings(k=60), candidates=3)
     assert [(h.document_id, h.score) for h in rrf] == [
         ("a", pytest.approx(1 / 61 + 1 / 62)),
         ("c", pytest.approx(1 / 63 + 1 / 61)),
         ("b", pytest.approx(1 / 62)),
     ]
-    weighted = fuse(dense, lexical, FusionSettings(method="weighted", lexical_weight=0.5))
+    weighted = fuse(
+        dense, lexical, FusionSettings(method="weighted", lexical_weight=0.5), candidates=3
+    )
     assert [(h.document_id, h.score) for h in weighted] == [
         ("a", pytest.approx(1.0)),
         ("c", pytest.approx(0.5)),
         ("b", pytest.approx(0.25)),
+    ]
+
+
+def test_weighted_fusion_normalises_each_side_over_its_first_candidates() -> None:
+    def hit(name: str, score: float) -> VectorSearchResult:
+        return VectorSearchResult(score=score, document_id=name, chunk=chunk(name, name)[0])
+
+    # Two candidates a side; each returned a third hit, as a search for more hits does.
+    dense = [hit("a", 0.9), hit("b", 0.5), hit("c", 0.1)]
+    lexical = [hit("b", 10.0), hit("a", 2.0), hit("c", 1.0)]
+    weights = FusionSettings(method="weighted", dense_weight=0.7, lexical_weight=0.3)
+    fused = fuse(dense, lexical, weights, candidates=2)
+    # dense: a (0.9 - 0.5) / 0.4 = 1, b 0, c (0.1 - 0.5) / 0.4 = -1;
+    # lexical: b 1, a 0, c (1 - 2) / 8 = -0.125.
+    assert [(h.document_id, h.score) for h in fused] == [
+        ("a", pytest.approx(0.7)),
+        ("b", pytest.approx(0.3)),
+        ("c", pytest.approx(-0.7 - 0.0375)),
+    ]
+    # The first two hits score as they do when only the candidates are fused.
+    alone = fuse(dense[:2], lexical[:2], weights, candidates=2)
+    assert [(h.document_id, h.score) for h in alone] == [
+        (h.document_id, h.score) for h in fused[:2]
     ]
 
 
