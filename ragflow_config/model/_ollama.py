@@ -34,6 +34,14 @@ class OllamaChatModel(ChatModelBase):
         temperature: float | None = Field(
             default=None, ge=0, le=2, description="Sampling temperature; unset uses the server's."
         )
+        max_tokens: int | None = Field(
+            default=None, gt=0, description="Longest answer in tokens (Ollama's num_predict)."
+        )
+        # Off, as in AgentScope: a thinking model (qwen3, deepseek-r1) would otherwise
+        # reason at length before a rerank's one line of JSON.
+        thinking_enable: bool = Field(
+            default=False, description="Let a thinking model think before answering."
+        )
         timeout: float = Field(default=120.0, gt=0, description="Seconds per request.")
 
     parameters: Parameters
@@ -69,10 +77,18 @@ class OllamaChatModel(ChatModelBase):
     ) -> ChatResponse:
         p = self.parameters
         turns = _ollama_turns(to_wire_messages(messages, self.can_read))
-        options = {"temperature": p.temperature} if p.temperature is not None else None
+        options = {
+            name: value
+            for name, value in (("temperature", p.temperature), ("num_predict", p.max_tokens))
+            if value is not None
+        }
         response = await self._endpoint.call(
             lambda client: client.chat(
-                model=p.model, messages=turns, tools=tools or None, options=options
+                model=p.model,
+                messages=turns,
+                tools=tools or None,
+                options=options or None,
+                think=p.thinking_enable,
             ),
             error=ChatModelError,
         )

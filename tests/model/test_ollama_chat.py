@@ -38,7 +38,9 @@ async def test_the_credential_host_is_where_requests_go(
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
     ollama_server.replies = [chat_reply("Hi.")]
     credential = OllamaCredential(host=ollama_server.host)
-    async with OllamaChatModel(credential=credential, model="qwen3", temperature=0.2) as model:
+    async with OllamaChatModel(
+        credential=credential, model="qwen3", temperature=0.2, max_tokens=64
+    ) as model:
         response = await model([Msg("alice", "Hello", "user")])
 
     assert [type(block) for block in response.content] == [TextBlock]
@@ -48,7 +50,8 @@ async def test_the_credential_host_is_where_requests_go(
     assert seen.body["model"] == "qwen3"
     assert seen.body["stream"] is False
     assert seen.body["messages"] == [{"role": "user", "content": "Hello"}]
-    assert seen.body["options"] == {"temperature": 0.2}
+    assert seen.body["options"] == {"temperature": 0.2, "num_predict": 64}
+    assert seen.body["think"] is False  # as AgentScope: no long reasoning before a short answer
     assert "authorization" not in seen.headers
     assert model.service == f"Ollama chat (qwen3) at {ollama_server.host}"
 
