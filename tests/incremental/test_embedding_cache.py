@@ -222,3 +222,25 @@ async def test_a_killed_run_with_the_cache_converges_as_one_without(
     await without_cache.run(options=IN_PROCESS)
     assert await contents(pipeline) == await contents(without_cache)
     assert not (await pipeline.run(options=RunOptions(workers=0, dry_run=True))).pending
+
+
+async def test_each_knowledge_base_s_own_model_goes_through_the_cache(
+    tmp_path: Path, registry: Registry
+) -> None:
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, 10)
+    folder = tmp_path / "cached"
+    file = pipeline_file(folder, corpus, knowledge_bases=("docs", "named"))
+    # The second knowledge base embeds with a model of its own (by name, so its own entries).
+    head, _, tail = file.read_text(encoding="utf-8").rpartition("embedding: model")
+    other = f"  other: {{type: logged, parameters: {{dimensions: 64, name: hashing-v2, text_log: {folder / 'texts.log'}}}}}\n"
+    head = head.replace("embedding_cache:", other + "embedding_cache:", 1)
+    file.write_text(head + "embedding: other" + tail, encoding="utf-8")
+    pipeline = Pipeline.load(file, registry)
+    await pipeline.run(options=IN_PROCESS)
+    embedded = len(logged(folder / "texts.log"))
+
+    await reset(pipeline)
+    report = await pipeline.run(options=IN_PROCESS)
+    assert [kb.count("add") for kb in report.knowledge_bases] == [10, 10]
+    assert len(logged(folder / "texts.log")) == embedded  # both models' vectors were cached
