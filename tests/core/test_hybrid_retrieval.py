@@ -169,6 +169,24 @@ async def test_hybrid_is_the_fusion_of_the_dense_and_lexical_rankings(store: Qdr
         ]
 
 
+async def test_a_search_deeper_than_candidates_keeps_their_normalisation(
+    store: QdrantStore,
+) -> None:
+    fusion = {"method": "weighted", "dense_weight": 0.7, "lexical_weight": 0.3}
+    hybrid = knowledge_base(store, "hybrid", retrieval={"candidates": 2, "fusion": fusion})
+    await fill(hybrid)
+    query = "warm cats in the garden"  # every document holds a term of it
+    dense = await knowledge_base(store, "dense").search([query], top_k=4)
+    lexical = await knowledge_base(store, "lexical").search([query], top_k=4)
+    assert len(dense) == len(lexical) == 4
+    expected = fuse(dense, lexical, FusionSettings.model_validate(fusion), candidates=2)
+    hits = await hybrid.search([query], top_k=4)  # each side gives 4 hits, 2 of them candidates
+    assert [(h.document_id, h.score) for h in hits] == [
+        (h.document_id, pytest.approx(h.score)) for h in expected
+    ]
+    assert min(h.score for h in hits) < 0  # the hits after the candidates fall below 0
+
+
 async def test_equal_scores_are_ordered_by_document_id_whatever_the_store_returns(
     store: QdrantStore,
 ) -> None:
