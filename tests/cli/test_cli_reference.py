@@ -60,7 +60,8 @@ def _section(title: str, parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _metavar(action: argparse.Action) -> str:
-    name = str(action.metavar or action.dest.upper())
+    # argparse's own default: the name for a positional, the name in capitals for an option.
+    name = str(action.metavar or (action.dest.upper() if action.option_strings else action.dest))
     return f"{name}..." if action.nargs == "+" else name
 
 
