@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _postgres import free_port
 
 from ragflow_config.cli import main
 
@@ -103,6 +104,7 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
     indexed: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("MY_SERVE_TOKEN", TOKEN)
+    port = free_port()
     seen: dict[str, object] = {}
 
     def requests(http: httpx.Client) -> None:
@@ -126,7 +128,7 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
             "serve",
             str(indexed),
             "--port",
-            "0",
+            str(port),
             "--token-env",
             "MY_SERVE_TOKEN",
             "--kb",
@@ -147,7 +149,7 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
     )
 
     assert code == 0
-    assert stderr.startswith("serving howto on http://127.0.0.1:")
+    assert stderr.startswith(f"serving howto on http://127.0.0.1:{port} ")
     assert seen == {
         "no token": 401,
         "served": ["howto"],
