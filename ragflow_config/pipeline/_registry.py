@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from .._component import Component
+from .._errors import RagflowError
 
 logger = logging.getLogger("ragflow_config.registry")
 
@@ -43,8 +44,8 @@ ENTRY_POINT_GROUPS: dict[Kind, str] = {
 KINDS: tuple[Kind, ...] = tuple(ENTRY_POINT_GROUPS)
 
 
-class UnknownTypeError(LookupError):
-    """A pipeline names a type no installed package registers."""
+class UnknownTypeError(RagflowError, LookupError):
+    """A pipeline (or `run --executor`) names a type no installed package registers."""
 
     def __init__(self, kind: Kind, name: str, known: list[str]) -> None:
         self.kind = kind

@@ -109,3 +109,14 @@ def test_search_prints_each_hit_indented_and_says_when_none_pass_the_threshold(
     )
     assert main([*query, "--score-threshold", "1.01"]) == 0  # above any cosine similarity
     assert output_of(capsys)[0] == "no results\n"
+
+
+def test_an_unknown_executor_is_an_error_naming_the_registered_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pipeline = project(tmp_path)
+    assert main(["run", str(pipeline), "--executor", "nope"]) == 1
+    assert output_of(capsys) == (
+        "",
+        "error: unknown executor type 'nope' (registered: local, ray)\n",
+    )
