@@ -115,8 +115,8 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
         seen["one character"] = http.post(SEARCH, json={"query": "z"}).status_code
         seen["two characters"] = http.post(SEARCH, json={"query": "zz"}).status_code
         body = b'{"query": "z"}'
-        seen["1,000 bytes"] = http.post(SEARCH, content=body.ljust(1000)).status_code
-        seen["1,100 bytes"] = http.post(SEARCH, content=body.ljust(1100)).status_code
+        seen["1,024 bytes"] = http.post(SEARCH, content=body.ljust(1024)).status_code
+        seen["1,025 bytes"] = http.post(SEARCH, content=body.ljust(1025)).status_code
         preflight = http.options(
             SEARCH,
             headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"},
@@ -155,8 +155,8 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
         "served": ["howto"],
         "one character": 200,
         "two characters": 400,
-        "1,000 bytes": 200,
-        "1,100 bytes": 413,
+        "1,024 bytes": 200,
+        "1,025 bytes": 413,
         "allowed origin": ORIGIN,
     }
     access = [r.getMessage() for r in caplog.records if r.name == ACCESS_LOGGER]
