@@ -72,10 +72,17 @@ def test_the_run_summary_counts_each_kind_of_change(
     (tmp_path / "docs" / "blue" / "blank.md").write_text("\n", encoding="utf-8")
     output_of(capsys)
     assert main(["run", str(pipeline), "--workers", "0", "--prune"]) == 0
-    assert output_of(capsys)[0].startswith(
+    out, err = output_of(capsys)
+    assert out.startswith(
         "notes: did add 0, update 1, delete 1; unchanged 4, kept 0, unsupported 0, "
         "empty 1, failed 0; 1 chunk written\n"
     )
+    # Off a terminal, one line per file that changed, in the order they were decided.
+    assert sorted(err.splitlines()) == [
+        "notes: delete blue0.md (source file is gone)",
+        "notes: empty blank.md (nothing to index in the file)",
+        "notes: update red0.md (content changed)",
+    ]
 
 
 def test_a_file_skipped_for_its_size_is_reported_with_its_document_id(
