@@ -75,6 +75,23 @@ class EmbeddingParameters(ComponentParameters):
             if name not in self.vector_neutral
         }
 
+    def vector_settings_changed(self) -> dict[str, Any]:
+        """The vector-shaping settings given a value other than their default.
+
+        What a run's fingerprint adds to the model's name and dimensions: at
+        their defaults these settings add nothing, so a knowledge base built
+        before they were counted keeps its fingerprint. ``base_url`` is left
+        out: moving a model to another server must not re-index (an embedding
+        cache, which may outlive a pipeline, keys it in).
+        """
+        fields = type(self).model_fields
+        return {
+            name: value
+            for name, value in self.vector_settings().items()
+            if name not in {"model", "dimensions", "base_url"}
+            and value != fields[name].get_default(call_default_factory=True)
+        }
+
 
 class EmbeddingModelBase(Component):
     """Turns texts (and, for multimodal models, data blocks) into vectors.

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
-from ..embedding import EmbeddingCacheBase, EmbeddingModelBase
+from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, EmbeddingParameters
 from ..executors import ExecutorBase, StartedExecutor
 from ..executors.local import parse_and_chunk
 from ..message import TextBlock
@@ -177,8 +177,16 @@ def fingerprint(plan: IndexingPlan) -> dict[str, str]:
         {"type": block.type, **parser.parameters.fingerprint_settings()}
         for block, parser in zip(plan.spec.parsers, plan.parsers, strict=True)
     ]
+    embedding: list[Any] = [type(model).__name__, model.model, model.dimensions]
+    # Settings that change the vectors (minilm's max_length, say); a plugin's model
+    # may have parameters of its own kind, which only its name and dimensions describe.
+    parameters = model.parameters
+    if isinstance(parameters, EmbeddingParameters) and (
+        shaping := parameters.vector_settings_changed()
+    ):
+        embedding.append(shaping)
     parts = {
-        "embedding": [type(model).__name__, model.model, model.dimensions],
+        "embedding": embedding,
         "chunker": chunker,
         "parsers": parsers,
     }

@@ -82,3 +82,48 @@ async def test_token_chunkers_keep_their_fingerprint_until_boundaries_is_set(
         pipeline(tmp_path, ", boundaries: content_defined", chunker_type=chunker_type)
     )
     assert content_defined["chunker"] != default["chunker"]
+
+
+# The embedding part of a minilm knowledge base as ragflow-config computed it at
+# 89ddba7, when only the model's class, name and dimensions counted.
+MINILM_BEFORE = "9e3d396575a2b3d2"
+
+
+def minilm_pipeline(tmp_path: Path, parameters: str) -> Pipeline:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        f"""version: 1
+vector_stores:
+  local: {{type: qdrant, parameters: {{path: ./q}}}}
+embeddings:
+  m: {{type: minilm, parameters: {{{parameters}}}}}
+knowledge_bases:
+  - name: docs
+    sources: [{{path: docs}}]
+    chunker: {{type: approx_token}}
+    embedding: m
+    vector_store: local
+    collection: docs
+"""
+    )
+    return Pipeline.load(path)
+
+
+async def test_a_model_setting_that_changes_vectors_changes_the_embedding_part(
+    tmp_path: Path,
+) -> None:
+    default = await prints(minilm_pipeline(tmp_path, ""))
+    assert default["embedding"] == MINILM_BEFORE
+    # Truncating at 128 word pieces gives other vectors for longer chunks: stored
+    # ones must be neither kept as current nor reused.
+    shorter = await prints(minilm_pipeline(tmp_path, "max_length: 128"))
+    assert shorter["embedding"] != default["embedding"]
+    assert {k: v for k, v in shorter.items() if k != "embedding"} == {
+        k: v for k, v in default.items() if k != "embedding"
+    }
+    # Batching and threads change how vectors are made, not what they are.
+    batching = await prints(minilm_pipeline(tmp_path, "batch_size: 8, threads: 1"))
+    assert batching == default
+    explicit_default = await prints(minilm_pipeline(tmp_path, "max_length: 256"))
+    assert explicit_default == default
