@@ -127,6 +127,8 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
         [
             "serve",
             str(indexed),
+            "--host",
+            "0.0.0.0",  # reachable from elsewhere, with a token: no warning
             "--port",
             str(port),
             "--token-env",
@@ -149,7 +151,7 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
     )
 
     assert code == 0
-    assert stderr.startswith(f"serving howto on http://127.0.0.1:{port} ")
+    assert stderr.startswith(f"serving howto on http://0.0.0.0:{port} ")
     assert seen == {
         "no token": 401,
         "served": ["howto"],
@@ -162,6 +164,8 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
     access = [r.getMessage() for r in caplog.records if r.name == ACCESS_LOGGER]
     assert any(line.endswith(' query="z"') for line in access), access
     assert not any("without a token" in r.getMessage() for r in caplog.records)
+    # The access log is turned on alone, not every library's INFO lines (httpx's among them).
+    assert not [r for r in caplog.records if r.levelno == logging.INFO and r.name != ACCESS_LOGGER]
     # The drain's bound, below its floor of 0 s, as the SIGTERM warning states it.
     assert "draining requests in flight (at most 0s)" in caplog.text
 
