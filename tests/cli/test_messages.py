@@ -6,7 +6,10 @@ test failed on the mutants `bench/mutation.md` lists beside it.
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -127,3 +130,22 @@ def test_an_unknown_executor_is_an_error_naming_the_registered_ones(
         "",
         "error: unknown executor type 'nope' (registered: local, ray)\n",
     )
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as the live display needs."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_run_shows_each_knowledge_base_s_files_of_its_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("COLUMNS", "200")  # the whole line, not an ellipsis
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.getvalue())
+    assert re.search(r"notes .* 6/6 files, 6 chunks, 0 failed", shown), shown
