@@ -15,6 +15,12 @@ class CountingMiniLM(MiniLMEmbeddingModel):
     embedded) and appending each batch's process id and size to ``batch_log``."""
 
     class Parameters(MiniLMEmbeddingModel.Parameters):
+        # Where batches are logged changes no vector: runs with and without a log
+        # share a fingerprint, as the cache key.
+        vector_neutral: ClassVar[frozenset[str]] = (
+            MiniLMEmbeddingModel.Parameters.vector_neutral | {"batch_log"}
+        )
+
         batch_log: Path | None = None
 
     parameters: Parameters
