@@ -10,7 +10,8 @@ import asyncio
 import logging
 import random
 import re
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -278,3 +279,32 @@ class OpenAIEndpoint:
         # A client opened under another, finished loop cannot be closed from this one.
         if client is not None and self._client_loop is asyncio.get_running_loop():
             await client.aclose()
+
+
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+_Owner = TypeVar("_Owner", bound="EndpointOwner")
+
+
+class EndpointOwner:
+    """A model or reranker whose requests go through ``self._endpoint``: ``aclose()`` and
+    ``async with`` close that endpoint's HTTP client."""
+
+    _endpoint: _Closable
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        await self._endpoint.aclose()
+
+    async def __aenter__(self: _Owner) -> _Owner:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from .._errors import EmbeddingError, UnsupportedInputError
+from .._http import EndpointOwner
 from .._ollama import REQUIRES, OllamaEndpoint, OllamaParameters, from_credential
 from ..credential import OllamaCredential
 from ..message import DataBlock
@@ -16,7 +16,7 @@ from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, E
 from ._card import EmbeddingModelCard
 
 
-class OllamaEmbeddingModel(EmbeddingModelBase):
+class OllamaEmbeddingModel(EndpointOwner, EmbeddingModelBase):
     """An embedding model served by Ollama, e.g. ``nomic-embed-text``.
 
     As in AgentScope, an :class:`~ragflow_config.credential.OllamaCredential`
@@ -47,6 +47,8 @@ class OllamaEmbeddingModel(EmbeddingModelBase):
     supports_multimodal: ClassVar[bool] = False
     #: Which models a server has is the server's business (``ollama list``): no cards, as in AgentScope.
     model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = ()
+
+    _endpoint: OllamaEndpoint
 
     def __init__(
         self,
@@ -110,18 +112,3 @@ class OllamaEmbeddingModel(EmbeddingModelBase):
                     f"{self.service}: model {self.model!r} returned a vector of "
                     f"{len(vector)} dimensions, but dimensions is {self.dimensions}"
                 )
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        await self._endpoint.aclose()
-
-    async def __aenter__(self) -> OllamaEmbeddingModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

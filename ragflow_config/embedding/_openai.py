@@ -7,20 +7,24 @@ and Text Embeddings Inference's OpenAI route.
 from __future__ import annotations
 
 import time
-from types import TracebackType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError
 
 from .._errors import EmbeddingError, UnsupportedInputError
-from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint, unexpected_response
+from .._http import (
+    ApiKeyCredential,
+    EndpointOwner,
+    EndpointParameters,
+    OpenAIEndpoint,
+    unexpected_response,
+)
 from ..credential import OpenAICredential
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, EmbeddingUsage
 from ._card import EmbeddingModelCard
 
 _ApiKeyCredential = ApiKeyCredential
-M = TypeVar("M", bound="OpenAICompatibleEmbeddingModel")
 
 
 class _EmbeddingItem(BaseModel):
@@ -37,7 +41,7 @@ class _EmbeddingsBody(BaseModel):
     usage: _Usage | None = None  # OpenAI and Ollama report it; not every compatible server does
 
 
-class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
+class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
     """Text embeddings from an OpenAI-compatible ``{base_url}/embeddings`` endpoint.
 
     The API key is ``credential``, or else read from the variable
@@ -86,6 +90,8 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
             context_size=8191,
         ),
     )
+
+    _endpoint: OpenAIEndpoint
 
     def __init__(
         self,
@@ -152,21 +158,6 @@ class OpenAICompatibleEmbeddingModel(EmbeddingModelBase):
                 )
         vectors = [item.embedding for item in sorted(items, key=lambda item: item.index)]
         return vectors, parsed.usage.total_tokens if parsed.usage else None
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        await self._endpoint.aclose()
-
-    async def __aenter__(self: M) -> M:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 #: AgentScope's name for the OpenAI embedding model; the registered type stays ``openai_compatible``.

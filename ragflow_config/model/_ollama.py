@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
 from .._errors import ChatModelError
+from .._http import EndpointOwner
 from .._ollama import REQUIRES, OllamaEndpoint, OllamaParameters, from_credential
 from ..credential import OllamaCredential
 from ..message import Msg, TextBlock, ToolCallBlock
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import ollama
 
 
-class OllamaChatModel(ChatModelBase):
+class OllamaChatModel(EndpointOwner, ChatModelBase):
     """A chat model served by Ollama, e.g. ``OllamaChatModel(model="qwen3")``.
 
     As in AgentScope, an :class:`~ragflow_config.credential.OllamaCredential`
@@ -46,6 +46,8 @@ class OllamaChatModel(ChatModelBase):
 
     parameters: Parameters
     requires: ClassVar[dict[str, str]] = REQUIRES
+
+    _endpoint: OllamaEndpoint
 
     def __init__(
         self,
@@ -93,21 +95,6 @@ class OllamaChatModel(ChatModelBase):
             error=ChatModelError,
         )
         return ChatResponse(content=_blocks(response.message))
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        await self._endpoint.aclose()
-
-    async def __aenter__(self) -> OllamaChatModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _ollama_turns(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:

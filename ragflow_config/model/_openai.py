@@ -5,13 +5,18 @@ That covers OpenAI itself, DashScope's compatible mode, vLLM and Ollama's ``/v1`
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any, ClassVar
 
 from pydantic import Field, ValidationError
 
 from .._errors import ChatModelError
-from .._http import ApiKeyCredential, EndpointParameters, OpenAIEndpoint, unexpected_response
+from .._http import (
+    ApiKeyCredential,
+    EndpointOwner,
+    EndpointParameters,
+    OpenAIEndpoint,
+    unexpected_response,
+)
 from ..credential import OpenAICredential
 from ..message import Msg
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
@@ -20,7 +25,7 @@ from ._openai_format import WireResponse, to_wire_messages
 _ApiKeyCredential = ApiKeyCredential
 
 
-class OpenAICompatibleChatModel(ChatModelBase):
+class OpenAICompatibleChatModel(EndpointOwner, ChatModelBase):
     """A chat model at an OpenAI-compatible ``{base_url}/chat/completions`` endpoint.
 
     Tools are sent as ``tools`` and come back as ``tool_calls`` with JSON
@@ -39,6 +44,8 @@ class OpenAICompatibleChatModel(ChatModelBase):
     parameters: Parameters
     credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
     service_label: ClassVar[str] = "OpenAI-compatible chat"
+
+    _endpoint: OpenAIEndpoint
 
     def __init__(
         self,
@@ -80,21 +87,6 @@ class OpenAICompatibleChatModel(ChatModelBase):
             return ChatResponse(content=WireResponse.model_validate(body).blocks())
         except ValidationError as exc:
             raise ChatModelError(unexpected_response(self.service, exc)) from None
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        await self._endpoint.aclose()
-
-    async def __aenter__(self) -> OpenAICompatibleChatModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 #: AgentScope's name for the OpenAI chat model; the registered type stays ``openai_compatible``.

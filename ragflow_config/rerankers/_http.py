@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError
 
 from .._errors import RagflowError
-from .._http import EndpointParameters, OpenAIEndpoint, unexpected_response
+from .._http import EndpointOwner, EndpointParameters, OpenAIEndpoint, unexpected_response
 from ._base import RerankerBase
 
 
@@ -35,7 +34,7 @@ class _CohereBody(BaseModel):
     results: list[_CohereHit]
 
 
-class HttpReranker(RerankerBase):
+class HttpReranker(EndpointOwner, RerankerBase):
     """Scores from a ``POST {base_url}/rerank`` endpoint.
 
     ``api: tei`` is Hugging Face Text Embeddings Inference (``{"query",
@@ -64,6 +63,8 @@ class HttpReranker(RerankerBase):
         )
 
     parameters: Parameters
+
+    _endpoint: OpenAIEndpoint
 
     def __init__(self, parameters: Parameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)
@@ -109,17 +110,3 @@ class HttpReranker(RerankerBase):
                 f"scores indexes {sorted(by_index)[:20]}"
             )
         return [by_index[i] for i in range(len(passages))]
-
-    async def aclose(self) -> None:
-        await self._endpoint.aclose()
-
-    async def __aenter__(self) -> HttpReranker:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
