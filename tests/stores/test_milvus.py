@@ -11,6 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from ragflow_config.rag import MilvusLiteStore
+from ragflow_config.rag._stores import milvus
+from ragflow_config.rag._stores._lite_clock import LiteClock
 from ragflow_config.rag._stores.milvus import milvus_name
 
 from .conftest import make_record
@@ -59,6 +61,60 @@ async def test_milvus_lite_gets_one_request_at_a_time(
         )
         assert most == 1
         assert len(await store.list_documents("kb")) == 16
+
+
+class FrozenClock:
+    """A wall clock stopped at one instant, and the waits asked of it."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def now(self) -> float:
+        return 1_000_000.0
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(round(seconds, 6))
+        await asyncio.sleep(seconds)  # the real server still needs the wait
+
+
+async def test_a_lite_insert_is_waited_out_before_the_next_request(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Milvus Lite stamps inserted rows slightly in the future (LiteClock): a read
+    # sent within that millisecond found an upserted document gone (CI, once).
+    uri = store_dir / "kb.db"
+    frozen = FrozenClock()
+    clock = LiteClock(now=frozen.now, sleep=frozen.sleep)
+    monkeypatch.setitem(milvus._lite_clocks, str(uri.resolve()), clock)
+    async with MilvusLiteStore(uri=str(uri), batch_size=2) as store:
+        await store.create_collection("kb", 2)
+        assert frozen.waits == []  # nothing inserted yet: nothing to wait for
+        await store.insert("kb", [make_record("doc", i, [1.0, float(i)]) for i in range(3)])
+        assert frozen.waits == [0.001]  # the second batch waited for the first
+        assert clock.rows_inserted == 3
+        summaries = await store.list_documents("kb")
+        assert [(s.document_id, s.chunk_count) for s in summaries] == [("doc", 3)]
+        assert frozen.waits[1] == 0.001  # the read waited for the second batch
+
+
+def test_the_wait_grows_a_millisecond_per_2_to_the_18_rows_inserted() -> None:
+    now = [5.0]
+    waits: list[float] = []
+
+    async def record(seconds: float) -> None:
+        waits.append(round(seconds, 6))
+
+    clock = LiteClock(now=lambda: now[0], sleep=record)
+    asyncio.run(clock.settle())
+    clock.inserted(10)
+    asyncio.run(clock.settle())
+    clock.inserted(3 * 2**18)  # the server's row counter now spills 3 ms
+    asyncio.run(clock.settle())
+    now[0] += 0.0035  # time passed: only the rest is waited
+    asyncio.run(clock.settle())
+    now[0] += 0.001
+    asyncio.run(clock.settle())
+    assert waits == [0.001, 0.004, 0.0005]
 
 
 async def test_a_relative_uri_is_created_where_it_points(

@@ -24,6 +24,7 @@ from ..._extras import require
 from ..._redact import redact_urls
 from ...credential import MilvusCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._lite_clock import LiteClock
 from .base import (
     FilterPair,
     StoreParameters,
@@ -53,8 +54,10 @@ _MAX_TERMS = 4096  # Milvus's largest array: the distinct terms a chunk can hold
 _LOW_DISK_BYTES = 64 * 1024 * 1024
 
 # Milvus Lite runs one server process per file, shared by every client in this
-# process; the last store to leave releases it.
+# process; the last store to leave releases it. Its clock goes with it: a new
+# server counts inserted rows from zero.
 _lite_users: Counter[str] = Counter()
+_lite_clocks: dict[str, LiteClock] = {}
 _lite_lock = threading.Lock()
 
 
@@ -119,6 +122,7 @@ class MilvusLiteStore(VectorStoreBase):
         self._lite_path: str | None = None
         self._lexical: dict[str, bool] = {}
         self._turn: AbstractAsyncContextManager[Any] = nullcontext()
+        self._clock: LiteClock | None = None
 
     @property
     def store_name(self) -> str:
@@ -147,6 +151,7 @@ class MilvusLiteStore(VectorStoreBase):
             self._turn = asyncio.Lock()  # made here: a lock belongs to one event loop
             with _lite_lock:
                 _lite_users[self._lite_path] += 1
+                self._clock = _lite_clocks.setdefault(self._lite_path, LiteClock())
             try:
                 # Starting the embedded server blocks for about half a second.
                 self._client = await asyncio.to_thread(
@@ -194,11 +199,13 @@ class MilvusLiteStore(VectorStoreBase):
         if self._lite_path is None:
             return
         path, self._lite_path = self._lite_path, None
+        self._clock = None
         with _lite_lock:
             _lite_users[path] -= 1
             if _lite_users[path] > 0:
                 return
             del _lite_users[path]
+            del _lite_clocks[path]
         from milvus_lite.server_manager import server_manager_instance
 
         server_manager_instance.release_server(path)
@@ -233,6 +240,8 @@ class MilvusLiteStore(VectorStoreBase):
         async def attempt() -> T:
             try:
                 async with self._turn:
+                    if self._clock is not None:
+                        await self._clock.settle()
                     return await operation(self.client)
             except MilvusException as exc:
                 if _unreachable(exc):
@@ -365,9 +374,13 @@ class MilvusLiteStore(VectorStoreBase):
 
     async def _upsert(self, collection: str, rows: list[dict[str, Any]]) -> None:
         timeout = self.parameters.timeout
-        await self._call(
-            lambda client: client.upsert(milvus_name(collection), rows, timeout=timeout)
-        )
+        try:
+            await self._call(
+                lambda client: client.upsert(milvus_name(collection), rows, timeout=timeout)
+            )
+        finally:  # a failed upsert may have inserted some rows
+            if self._clock is not None:
+                self._clock.inserted(len(rows))
 
     async def delete(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
