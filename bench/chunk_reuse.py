@@ -3,6 +3,13 @@
     python bench/chunk_reuse.py                       # 2,000 files, minilm (about 10 min on 2 cores)
     python bench/chunk_reuse.py --files 200           # a smaller run
     python bench/chunk_reuse.py --chunks-only         # no runs: the chunk counts alone, in minutes
+    python bench/chunk_reuse.py --backend pgvector --boundaries content_defined
+
+``--backend`` picks the store (``cases.STORE_BLOCKS``): Qdrant local (the
+default), a throwaway PostgreSQL + pgvector server (``tests/_postgres.py``,
+one per setting) or Milvus Lite. PostgreSQL runs outside the measured tree,
+so its CPU seconds (the postmaster and every backend it started, reaped or
+live) print in a line of their own under the table.
 
 For each ``boundaries`` setting of the approx_token chunker (256/32, as in
 the other benchmarks) on a copy of one corpus (``make_corpus.py``): a full
@@ -26,15 +33,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import resource
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 
+import psutil
 from cases import COLLECTION, OVERLAP, PIPELINE, STORE_BLOCKS, SUFFIXES
 from make_corpus import make_corpus, paragraphs
 
@@ -49,6 +59,7 @@ from ragflow_config.rag import (
 )
 
 SETTINGS = ("greedy", "content_defined")
+HERE = Path(__file__).resolve().parent
 # --chunks-only: each chunker at 256 (its own unit) / 32, with each setting it has;
 # heading has no boundaries setting: its cuts at headings already resynchronise.
 CHUNKERS: dict[str, tuple[Callable[..., ChunkerBase], tuple[str, ...]]] = {
@@ -59,11 +70,12 @@ CHUNKERS: dict[str, tuple[Callable[..., ChunkerBase], tuple[str, ...]]] = {
 }
 
 
-def write_pipeline(folder: Path, corpus: Path, model: str, boundaries: str) -> Path:
+def write_pipeline(folder: Path, corpus: Path, model: str, boundaries: str, backend: str) -> Path:
     path = folder / "pipeline.yaml"
     path.write_text(
         PIPELINE.format(
-            store_block=STORE_BLOCKS["qdrant"].format(store=folder / "store"),
+            # Milvus Lite's uri names a .db file; Qdrant local's path a folder.
+            store_block=STORE_BLOCKS[backend].format(store=folder / "store.db"),
             model=model,
             corpus=corpus,
             include=", ".join(f'"**/*{suffix}"' for suffix in SUFFIXES),
@@ -76,9 +88,34 @@ def write_pipeline(folder: Path, corpus: Path, model: str, boundaries: str) -> P
     return path
 
 
-def timed_run(pipeline: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (the run's process tree) of one ``ragflow-config run``."""
+def server_cpu(postmaster: psutil.Process | None) -> float:
+    """CPU seconds of a PostgreSQL server so far: the postmaster, its exited and its live children."""
+    if postmaster is None:
+        return 0.0
+    live = 0.0
+    for child in postmaster.children():
+        with suppress(psutil.NoSuchProcess):  # a backend whose client just left
+            live += sum(child.cpu_times()[:2])
+    own = postmaster.cpu_times()
+    return own.user + own.system + own.children_user + own.children_system + live
+
+
+@contextmanager
+def postgres(parent: Path) -> Iterator[psutil.Process]:
+    """A throwaway PostgreSQL + pgvector server whose DSN the pipelines read from $PGVECTOR_DSN."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from _postgres import restartable_postgres_server
+
+    with restartable_postgres_server(parent) as server:
+        os.environ["PGVECTOR_DSN"] = server.dsn
+        pid = int((server.data / "postmaster.pid").read_text().split()[0])
+        yield psutil.Process(pid)
+
+
+def timed_run(pipeline: Path, server: psutil.Process | None) -> tuple[float, float, float]:
+    """Wall and CPU seconds (the run's process tree) of one ``ragflow-config run``, and the server's CPU."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = server_cpu(server)
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline)],
@@ -88,7 +125,7 @@ def timed_run(pipeline: Path) -> tuple[float, float]:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-    return wall, cpu
+    return wall, cpu, server_cpu(server) - server_before
 
 
 async def chunk_texts(pipeline: Path) -> dict[str, list[str]]:
@@ -155,19 +192,22 @@ def count_chunks(corpus: Path, share: float, name: str, boundaries: str) -> dict
     }
 
 
-def measure(source: Path, work: Path, model: str, boundaries: str, share: float) -> dict:
+def measure(
+    source: Path, work: Path, model: str, boundaries: str, share: float, backend: str
+) -> dict:
     folder = work / boundaries
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     corpus = folder / "corpus"
     shutil.copytree(source, corpus)
-    pipeline = write_pipeline(folder, corpus, model, boundaries)
-    full = timed_run(pipeline)
-    unchanged = timed_run(pipeline)
-    before = asyncio.run(chunk_texts(pipeline))
-    edited = edit(corpus, share, seed=26)
-    rerun = timed_run(pipeline)
-    after = asyncio.run(chunk_texts(pipeline))
+    pipeline = write_pipeline(folder, corpus, model, boundaries, backend)
+    with postgres(folder) if backend == "pgvector" else nullcontext() as server:
+        full = timed_run(pipeline, server)
+        unchanged = timed_run(pipeline, server)
+        before = asyncio.run(chunk_texts(pipeline))
+        edited = edit(corpus, share, seed=26)
+        rerun = timed_run(pipeline, server)
+        after = asyncio.run(chunk_texts(pipeline))
     re_embedded = sum(
         sum(1 for text in after[path] if text not in set(before[path])) for path in edited
     )
@@ -189,7 +229,13 @@ def main() -> None:
     parser.add_argument("--model", choices=["hashing", "minilm"], default="minilm")
     parser.add_argument("--share", type=float, default=0.1, help="share of text files edited")
     parser.add_argument(
-        "--boundaries", nargs="+", choices=SETTINGS, default=SETTINGS, help="settings to run"
+        "--boundaries", choices=[*SETTINGS, "both"], default="both", help="settings to run"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=sorted(STORE_BLOCKS),
+        default="qdrant",
+        help="the store (pgvector: a throwaway embedded PostgreSQL server)",
     )
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
     parser.add_argument("--work", type=Path, default=Path("/dev/shm/ragflow-chunk-reuse"))
@@ -220,11 +266,13 @@ def main() -> None:
                 f"| {row['re_embedded'] / row['chunks']:.2%} | {wall:.1f} / {cpu:.1f} |"
             )
         return
-    rows = [measure(source, args.work, args.model, b, args.share) for b in args.boundaries]
+    settings = SETTINGS if args.boundaries == "both" else (args.boundaries,)
+    rows = [measure(source, args.work, args.model, b, args.share, args.backend) for b in settings]
     shutil.rmtree(args.work, ignore_errors=True)
 
     print(
-        f"\n{args.files} files, {args.model}, one paragraph inserted in {args.share:.0%} of the text files\n"
+        f"\n{args.files} files, {args.model}, {args.backend}, "
+        f"one paragraph inserted in {args.share:.0%} of the text files\n"
     )
     print(
         "| boundaries | chunks | edited files | re-embedded / edited file | re-embedded / all "
@@ -234,13 +282,23 @@ def main() -> None:
     print("| --- " * 11 + "|")
     for row in rows:
         share = row["re_embedded"] / row["chunks"]
-        (fw, fc), (uw, uc), (rw, rc) = row["full"], row["unchanged"], row["rerun"]
+        (fw, fc, _), (uw, uc, _), (rw, rc, _) = row["full"], row["unchanged"], row["rerun"]
         print(
             f"| {row['boundaries']} | {row['chunks']} | {row['edited']} "
             f"| {row['re_embedded'] / row['edited']:.2f} (of {row['edited_chunks'] / row['edited']:.1f}) "
             f"| {share:.2%} | {fw:.1f} / {fc:.1f} | {uw:.1f} / {uc:.1f} | {rw:.1f} / {rc:.1f} "
             f"| {rw / fw:.3f} | {rc / fc:.3f} | {2 * share:.3f} |"
         )
+
+    if args.backend == "pgvector":
+        print(
+            "\nPostgreSQL server CPU s (outside the runs' trees): full run / unchanged / edit re-run"
+        )
+        for row in rows:
+            print(
+                f"- {row['boundaries']}: {row['full'][2]:.1f} / {row['unchanged'][2]:.1f} "
+                f"/ {row['rerun'][2]:.1f}"
+            )
 
 
 if __name__ == "__main__":
