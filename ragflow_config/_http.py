@@ -10,8 +10,9 @@ import asyncio
 import logging
 import random
 import re
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -25,11 +26,61 @@ from .credential import DashScopeCredential, GeminiCredential, OpenAICredential
 ApiKeyCredential = OpenAICredential | DashScopeCredential | GeminiCredential
 
 logger = logging.getLogger("ragflow_config.http")
+T = TypeVar("T")
 
 _MAX_RETRY_AFTER = 30.0
 _EXCERPT_CHARS = 300
 # Transport errors that another attempt cannot fix: the request itself is wrong.
 _PERMANENT_TRANSPORT_ERRORS = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+
+
+class Transient(Exception):
+    """A failure another attempt may not meet (429, 5xx, network, timeout), worded for the user."""
+
+    def __init__(self, problem: str, retry_after: float | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.retry_after = retry_after
+
+
+async def with_retries(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    service: str,
+    error: type[RagflowError],
+    max_retries: int,
+    backoff: float = 0.5,
+) -> T:
+    """``attempt()``, again while it raises :class:`Transient`, at most ``max_retries`` times.
+
+    Between attempts it waits ``backoff`` seconds doubled per attempt and
+    jittered, or the server's ``Retry-After``. The last failure raises
+    ``error`` naming ``service``; any other exception passes through at once.
+    """
+    attempts = max_retries + 1
+    for number in range(1, attempts + 1):
+        try:
+            return await attempt()
+        except Transient as exc:
+            if number == attempts:
+                raise error(
+                    f"{service}: {exc.problem} (gave up after {attempts} attempts)"
+                ) from None
+            delay = (
+                exc.retry_after
+                if exc.retry_after is not None
+                else backoff * 2 ** (number - 1) * (0.5 + random.random())
+            )
+            logger.warning(
+                "%s: %s; retrying in %.1fs (attempt %d of %d)",
+                service,
+                exc.problem,
+                delay,
+                number,
+                attempts,
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 async def post_json(
@@ -45,45 +96,30 @@ async def post_json(
 ) -> Any:
     """POST ``payload`` as JSON and return the decoded JSON response body.
 
-    429, 5xx and transport errors (timeouts included) are retried up to
-    ``max_retries`` times, waiting ``backoff`` seconds doubled per attempt and
-    jittered, or the server's ``Retry-After`` seconds (at most 30). Any other
-    failure, or the last one, raises ``error`` naming ``service``.
+    429, 5xx and transport errors (timeouts included) are retried (see
+    :func:`with_retries`); any other failure raises ``error`` naming ``service``.
     """
     secrets = [value for value in (headers or {}).values() if len(value) >= 8]
-    attempts = max_retries + 1
-    for attempt in range(1, attempts + 1):
-        retry_after: float | None = None
+
+    async def attempt() -> Any:
         try:
             response = await client.post(url, json=payload, headers=headers)
         except (httpx.InvalidURL, *_PERMANENT_TRANSPORT_ERRORS) as exc:
-            raise error(f"{service}: {type(exc).__name__}: {_redact(str(exc), secrets)}") from exc
+            raise error(f"{service}: {type(exc).__name__}: {redact(str(exc), secrets)}") from exc
         except httpx.TransportError as exc:
-            problem = f"{type(exc).__name__}: {_redact(str(exc), secrets)}".rstrip(": ")
-        else:
-            if response.is_success:
-                return _decode(response, service, error, secrets)
-            problem = f"HTTP {response.status_code}: {_excerpt(response, secrets)}"
-            if not _is_transient(response.status_code):
-                raise error(f"{service}: {problem}")
-            retry_after = _retry_after(response)
-        if attempt == attempts:
-            raise error(f"{service}: {problem} (gave up after {attempts} attempts)")
-        delay = (
-            retry_after
-            if retry_after is not None
-            else backoff * 2 ** (attempt - 1) * (0.5 + random.random())
-        )
-        logger.warning(
-            "%s: %s; retrying in %.1fs (attempt %d of %d)",
-            service,
-            problem,
-            delay,
-            attempt,
-            attempts,
-        )
-        await asyncio.sleep(delay)
-    raise AssertionError("unreachable")
+            raise Transient(
+                f"{type(exc).__name__}: {redact(str(exc), secrets)}".rstrip(": ")
+            ) from None
+        if response.is_success:
+            return _decode(response, service, error, secrets)
+        problem = f"HTTP {response.status_code}: {_excerpt(response, secrets)}"
+        if not is_transient(response.status_code):
+            raise error(f"{service}: {problem}")
+        raise Transient(problem, retry_after(response.headers))
+
+    return await with_retries(
+        attempt, service=service, error=error, max_retries=max_retries, backoff=backoff
+    )
 
 
 def unexpected_response(service: str, exc: ValidationError) -> str:
@@ -93,15 +129,16 @@ def unexpected_response(service: str, exc: ValidationError) -> str:
     return f"{service}: unexpected response: {where}: {problem['msg']}"
 
 
-def _is_transient(status: int) -> bool:
+def is_transient(status: int) -> bool:
+    """Whether another attempt may get another answer: rate limited or a server failure."""
     return status == 429 or status >= 500
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def retry_after(headers: Mapping[str, str]) -> float | None:
     """The server's ``Retry-After`` in seconds, capped; ``None`` if absent or an HTTP date."""
     try:
-        seconds = float(response.headers.get("retry-after", ""))
-    except ValueError:
+        seconds = float(headers.get("retry-after", ""))
+    except (TypeError, ValueError):
         return None
     return min(max(seconds, 0.0), _MAX_RETRY_AFTER)
 
@@ -119,25 +156,29 @@ def _decode(
 
 
 def _excerpt(response: httpx.Response, secrets: list[str]) -> str:
-    """The server's error message if the body has a usual shape, else the body's start."""
     try:
         body = response.json()
     except ValueError:
         body = None
+    return excerpt(body, response.text, secrets)
+
+
+def excerpt(body: Any, text: str, secrets: list[str]) -> str:
+    """The server's error message if its JSON ``body`` has a usual shape, else ``text``'s start."""
     candidates: list[Any] = []
     if isinstance(body, dict):
         inner = body.get("error")
         nested = inner.get("message") if isinstance(inner, dict) else inner
         candidates = [nested, body.get("message"), body.get("detail")]
     message = next((c for c in candidates if isinstance(c, str) and c.strip()), None)
-    text = message if message is not None else response.text
+    text = message if message is not None else text
     text = " ".join(text.split()) or "(empty body)"
     if len(text) > _EXCERPT_CHARS:
         text = text[:_EXCERPT_CHARS] + "..."
-    return _redact(text, secrets)
+    return redact(text, secrets)
 
 
-def _redact(text: str, secrets: list[str]) -> str:
+def redact(text: str, secrets: list[str]) -> str:
     """Hide any header value a server echoed back (some echo the API key they rejected),
     and the credentials of any URL quoted (a transport error may quote the request's)."""
     for secret in secrets:
@@ -150,7 +191,12 @@ def _redact(text: str, secrets: list[str]) -> str:
 
 
 class EndpointParameters(ComponentParameters):
-    """Where an OpenAI-compatible model lives and how to reach it."""
+    """Where a model served over HTTP lives and how to reach it."""
+
+    # How requests are made, never what a model answers: kept out of an embedding cache's key.
+    transport_settings: ClassVar[frozenset[str]] = frozenset(
+        {"timeout", "max_retries", "retry_delay", "api_key_env"}
+    )
 
     base_url: str = Field(
         default="https://api.openai.com/v1",
@@ -161,6 +207,12 @@ class EndpointParameters(ComponentParameters):
     timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
     max_retries: int = Field(
         default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
+    )
+    retry_delay: float = Field(
+        default=0.5,
+        ge=0,
+        description="Seconds before the first retry, doubled (and jittered) for each next one; "
+        "a server's Retry-After wins.",
     )
     api_key_env: str = Field(
         default="OPENAI_API_KEY",
@@ -186,12 +238,9 @@ _HOSTS_THAT_NEED_A_KEY = frozenset(
 )
 
 
-class OpenAIEndpoint:
-    """An OpenAI-compatible HTTP API: a base URL, an optional bearer key, one client per loop.
-
-    Shared by the embedding and chat models so both name the remote, send the
-    key and manage their connections the same way.
-    """
+class KeyedEndpoint:
+    """An HTTP API at a base URL with an optional bearer key: how it is named in
+    errors and logs, and what a missing key is told."""
 
     def __init__(
         self,
@@ -206,17 +255,15 @@ class OpenAIEndpoint:
         self._api_key_env = api_key_env
         self._timeout = timeout
         self._label = label
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
     def for_model(
-        cls,
+        cls: type[_Endpoint],
         parameters: EndpointParameters,
         credential: ApiKeyCredential | None,
         credential_type: type[ApiKeyCredential],
         label: str,
-    ) -> OpenAIEndpoint:
+    ) -> _Endpoint:
         """The endpoint a model's parameters name; the key from ``credential`` or the environment."""
         credential = credential or credential_type.from_environment(
             {"api_key": parameters.api_key_env}
@@ -234,14 +281,43 @@ class OpenAIEndpoint:
         """How errors and logs name the remote: never with credentials in the URL."""
         return f"{self._label} at {redact_url(self.base_url)}"
 
-    async def post(
-        self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int
-    ) -> Any:
+    @property
+    def secrets(self) -> list[str]:
+        """What must never appear in a message: the key, if there is one."""
+        return [self._api_key.get_secret_value()] if self._api_key is not None else []
+
+    def refuse_without_key(self, error: type[RagflowError]) -> None:
+        """Raise ``error`` at once for a public API that answers nothing without a key:
+        no retries, no network, and the variable named."""
         if self._api_key is None and httpx.URL(self.base_url).host in _HOSTS_THAT_NEED_A_KEY:
-            # Known without a request: no retries, no network, and the variable named.
             raise error(
                 f"{self.service}: no API key; set the environment variable {self._api_key_env}"
             )
+
+    def with_key_hint(self, message: str) -> str:
+        """``message``, naming the key's variable when no key was sent and the server refused."""
+        if self._api_key is None and re.search(r": HTTP 40[13]\b", message):
+            return (
+                f"{message}; no API key was sent: set the environment variable {self._api_key_env}"
+            )
+        return message
+
+
+_Endpoint = TypeVar("_Endpoint", bound=KeyedEndpoint)
+
+
+class JSONEndpoint(KeyedEndpoint):
+    """A JSON-over-HTTP API (``POST {base_url}/{path}``) through httpx, one client per loop."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    async def post(
+        self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int
+    ) -> Any:
+        self.refuse_without_key(error)
         headers = (
             {"Authorization": f"Bearer {self._api_key.get_secret_value()}"}
             if self._api_key is not None
@@ -258,11 +334,10 @@ class OpenAIEndpoint:
                 max_retries=max_retries,
             )
         except RagflowError as exc:
-            if self._api_key is None and re.search(r": HTTP 40[13]\b", str(exc)):
-                raise error(
-                    f"{exc}; no API key was sent: set the environment variable {self._api_key_env}"
-                ) from exc
-            raise
+            hinted = self.with_key_hint(str(exc))
+            if hinted == str(exc):
+                raise
+            raise error(hinted) from exc
 
     def _http_client(self) -> httpx.AsyncClient:
         # A client's connections belong to the event loop that opened them, so an

@@ -6,16 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import random
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError
 
-from ._component import ComponentParameters
 from ._errors import RagflowError
-from ._http import unexpected_response
+from ._http import EndpointParameters, Transient, is_transient, unexpected_response, with_retries
 from ._redact import redact_url, redact_urls
 from .credential import OllamaCredential
 
@@ -34,33 +32,18 @@ _BACKOFF = 0.5
 _EXCERPT_CHARS = 300
 
 
-class OllamaParameters(ComponentParameters):
+class OllamaParameters(EndpointParameters):
     """Where an Ollama model lives and how to reach it."""
-
-    # How requests are made, never what a model answers: kept out of an embedding cache's key.
-    transport_settings: ClassVar[frozenset[str]] = frozenset(
-        {"timeout", "max_retries", "api_key_env"}
-    )
 
     base_url: str = Field(
         default=OLLAMA_URL,
         pattern=r"^https?://",
         description="The Ollama server (http://host:11434); a /v1 suffix is ignored.",
     )
-    model: str = Field(min_length=1, description="The model's name on the server.")
-    timeout: float = Field(default=60.0, gt=0, description="Seconds per request.")
-    max_retries: int = Field(
-        default=3, ge=0, description="Retries of a request after 429, 5xx or a network error."
-    )
     api_key_env: str = Field(
         default="OLLAMA_API_KEY",
         description="Environment variable holding a key, for a server behind a proxy.",
     )
-
-    @field_validator("base_url")
-    @classmethod
-    def _no_trailing_slash(cls, value: str) -> str:
-        return value.rstrip("/")
 
     @property
     def host(self) -> str:
@@ -121,37 +104,37 @@ class OllamaEndpoint:
         transient (429, 5xx, network, timeout), each failure raised as ``error``."""
         import ollama
 
-        attempts = self._parameters.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        async def attempt() -> T:
             try:
                 return await request(self._ollama_client())
             except ollama.ResponseError as exc:
                 problem = self._response_problem(exc)
-                if not (exc.status_code == 429 or exc.status_code >= 500):
+                if not is_transient(exc.status_code):
                     raise error(f"{self.service}: {problem}") from None
+                raise Transient(problem) from None
             except ConnectionError:  # the package's wording of httpx.ConnectError
-                problem = f"cannot connect: is `ollama serve` running at {self.host}?"
+                raise Transient(
+                    f"cannot connect: is `ollama serve` running at {self.host}?"
+                ) from None
             except httpx.TimeoutException:
-                problem = f"no answer within {self._parameters.timeout:g} s (timeout)"
+                raise Transient(
+                    f"no answer within {self._parameters.timeout:g} s (timeout)"
+                ) from None
             except httpx.TransportError as exc:
-                problem = self._redact(f"{type(exc).__name__}: {exc}".rstrip(": "))
+                raise Transient(self._redact(f"{type(exc).__name__}: {exc}".rstrip(": "))) from None
             except ValidationError as exc:
                 raise error(unexpected_response(self.service, exc)) from None
             except ValueError:  # a body that is not JSON
                 raise error(f"{self.service}: a response that is not JSON") from None
-            if attempt == attempts:
-                raise error(f"{self.service}: {problem} (gave up after {attempts} attempts)")
-            delay = _BACKOFF * 2 ** (attempt - 1) * (0.5 + random.random())
-            logger.warning(
-                "%s: %s; retrying in %.1fs (attempt %d of %d)",
-                self.service,
-                problem,
-                delay,
-                attempt,
-                attempts,
-            )
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+
+        p = self._parameters
+        return await with_retries(
+            attempt,
+            service=self.service,
+            error=error,
+            max_retries=p.max_retries,
+            backoff=p.retry_delay,
+        )
 
     def _response_problem(self, exc: ollama.ResponseError) -> str:
         model = self._parameters.model

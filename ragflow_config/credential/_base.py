@@ -31,13 +31,18 @@ class CredentialBase(BaseSettings):
     def from_environment(cls: type[C], variables: dict[str, str] | None = None) -> C:
         """Read the credential; ``variables`` maps a field to the variable that holds it.
 
-        Fields not in ``variables`` come from the class's default variables.
+        Fields not in ``variables`` come from the class's default variables. A field
+        in it comes from its variable alone: were the named variable unset, falling
+        back to the default one would send, say, ``OPENAI_API_KEY`` to the server the
+        other variable was meant for.
         """
         values: dict[str, Any] = {}
         for field, variable in (variables or {}).items():
             value = os.environ.get(variable)
             if value:
                 values[field] = value
+            elif not cls.model_fields[field].is_required():
+                values[field] = cls.model_fields[field].get_default(call_default_factory=True)
         try:
             return cls(**values)
         except ValidationError as exc:

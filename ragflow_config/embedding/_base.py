@@ -9,13 +9,13 @@ import weakref
 from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from .._component import Component, ComponentParameters
-from .._errors import UnsupportedInputError
+from .._errors import EmbeddingError, UnsupportedInputError
 from ..message import DataBlock, TextBlock
 from ..message._blocks import _new_id, _now
 from ._cache import EmbeddingCacheBase
@@ -25,8 +25,18 @@ EmbeddingInput = str | TextBlock | DataBlock
 logger = logging.getLogger("ragflow_config.embedding")
 
 
+class _ReadByKey:
+    """AgentScope's usage and response are dicts as well as objects: ``response["embeddings"]``
+    reads a field here as there."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in {f.name for f in fields(self)}:  # type: ignore[arg-type]  # mixed into dataclasses only
+            raise KeyError(key)
+        return getattr(self, key)
+
+
 @dataclass
-class EmbeddingUsage:
+class EmbeddingUsage(_ReadByKey):
     """What a call cost: seconds at the model, and tokens when the service reports them.
 
     ``time`` is, as in AgentScope, the longest time one of the call's batches
@@ -41,7 +51,7 @@ class EmbeddingUsage:
 
 
 @dataclass
-class EmbeddingResponse:
+class EmbeddingResponse(_ReadByKey):
     """The vectors for a call's inputs, in input order, with AgentScope's fields.
 
     ``source`` is ``"cache"`` when every vector came from the model's
@@ -241,6 +251,22 @@ class EmbeddingModelBase(Component):
             usage,
             "cache" if not missing else "api",
         )
+
+
+def check_vectors(
+    vectors: list[list[float]], expected: int, dimensions: int, *, service: str, model: str
+) -> None:
+    """Refuse a service's answer that is not one vector of ``dimensions`` per input sent."""
+    if len(vectors) != expected:
+        raise EmbeddingError(
+            f"{service}: sent {expected} texts but the response holds {len(vectors)} vectors"
+        )
+    for vector in vectors:
+        if len(vector) != dimensions:
+            raise EmbeddingError(
+                f"{service}: model {model!r} returned a vector of {len(vector)} dimensions, "
+                f"but dimensions is {dimensions}"
+            )
 
 
 def _warn_of_an_unusable_cache(error: OSError) -> None:

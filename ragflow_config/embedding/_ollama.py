@@ -12,7 +12,13 @@ from .._http import EndpointOwner
 from .._ollama import REQUIRES, OllamaEndpoint, OllamaParameters, from_credential
 from ..credential import OllamaCredential
 from ..message import DataBlock
-from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, EmbeddingUsage
+from ._base import (
+    EmbeddingModelBase,
+    EmbeddingParameters,
+    EmbeddingResponse,
+    EmbeddingUsage,
+    check_vectors,
+)
 from ._card import EmbeddingModelCard
 
 
@@ -94,21 +100,8 @@ class OllamaEmbeddingModel(EndpointOwner, EmbeddingModelBase):
             error=EmbeddingError,
         )
         vectors = [list(vector) for vector in response.embeddings]
-        self._check(vectors, expected=len(texts))
+        check_vectors(vectors, len(texts), self.dimensions, service=self.service, model=self.model)
         usage = EmbeddingUsage(
             time=time.perf_counter() - started, tokens=response.prompt_eval_count
         )
         return EmbeddingResponse(embeddings=vectors, usage=usage)
-
-    def _check(self, vectors: list[list[float]], expected: int) -> None:
-        if len(vectors) != expected:
-            raise EmbeddingError(
-                f"{self.service}: sent {expected} texts but the response holds "
-                f"{len(vectors)} vectors"
-            )
-        for vector in vectors:
-            if len(vector) != self.dimensions:
-                raise EmbeddingError(
-                    f"{self.service}: model {self.model!r} returned a vector of "
-                    f"{len(vector)} dimensions, but dimensions is {self.dimensions}"
-                )

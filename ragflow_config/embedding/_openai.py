@@ -9,36 +9,23 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field
 
 from .._errors import EmbeddingError, UnsupportedInputError
-from .._http import (
-    ApiKeyCredential,
-    EndpointOwner,
-    EndpointParameters,
-    OpenAIEndpoint,
-    unexpected_response,
-)
+from .._http import ApiKeyCredential, EndpointOwner, EndpointParameters
+from .._openai import REQUIRES, OpenAIEndpoint
 from ..credential import OpenAICredential
 from ..message import DataBlock
-from ._base import EmbeddingModelBase, EmbeddingParameters, EmbeddingResponse, EmbeddingUsage
+from ._base import (
+    EmbeddingModelBase,
+    EmbeddingParameters,
+    EmbeddingResponse,
+    EmbeddingUsage,
+    check_vectors,
+)
 from ._card import EmbeddingModelCard
 
 _ApiKeyCredential = ApiKeyCredential
-
-
-class _EmbeddingItem(BaseModel):
-    index: int
-    embedding: list[float]
-
-
-class _Usage(BaseModel):
-    total_tokens: int | None = None
-
-
-class _EmbeddingsBody(BaseModel):
-    data: list[_EmbeddingItem]
-    usage: _Usage | None = None  # OpenAI and Ollama report it; not every compatible server does
 
 
 class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
@@ -46,19 +33,18 @@ class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
 
     The API key is ``credential``, or else read from the variable
     ``api_key_env`` when the model is built; it is optional because local
-    servers need none, and is sent as ``Authorization: Bearer``. Every vector
-    must have ``dimensions`` entries. One HTTP client per instance, opened on
-    first use; close it with :meth:`aclose` or ``async with model:``.
+    servers need none, and is sent as ``Authorization: Bearer``. Requests go
+    through the ``openai`` SDK, as AgentScope's do. Every vector must have
+    ``dimensions`` entries. One client per instance, opened on first use;
+    close it with :meth:`aclose` or ``async with model:``.
     """
 
     class Parameters(EmbeddingParameters, EndpointParameters):
         # How requests are made; `base_url` stays in a cache's key: another server
         # may serve another model under the same name.
-        vector_neutral: ClassVar[frozenset[str]] = EmbeddingParameters.vector_neutral | {
-            "timeout",
-            "max_retries",
-            "api_key_env",
-        }
+        vector_neutral: ClassVar[frozenset[str]] = (
+            EmbeddingParameters.vector_neutral | EndpointParameters.transport_settings
+        )
 
         dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
         send_dimensions: bool = Field(
@@ -68,6 +54,7 @@ class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
         batch_size: int = Field(default=64, ge=1, description="Texts per request.")
 
     parameters: Parameters
+    requires: ClassVar[dict[str, str]] = REQUIRES
     supports_multimodal: ClassVar[bool] = False
     credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
     service_label: ClassVar[str] = "OpenAI-compatible embeddings"
@@ -122,42 +109,57 @@ class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
         return (await self._call_api(batch)).embeddings
 
     async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
-        if not all(isinstance(item, str) for item in inputs):
+        texts = [item for item in inputs if isinstance(item, str)]
+        if len(texts) != len(inputs):
             raise UnsupportedInputError(f"{type(self).__name__} embeds text only; got a DataBlock")
         p = self.parameters
-        payload: dict[str, Any] = {"model": p.model, "input": inputs, "encoding_format": "float"}
+        request: dict[str, Any] = {"model": p.model, "input": texts, "encoding_format": "float"}
         if p.send_dimensions:
-            payload["dimensions"] = p.dimensions
+            request["dimensions"] = p.dimensions
         started = time.perf_counter()
-        body = await self._endpoint.post(
-            "embeddings", payload, error=EmbeddingError, max_retries=p.max_retries
+        response = await self._endpoint.call(
+            lambda client, headers: client.embeddings.create(**request, extra_headers=headers),
+            error=EmbeddingError,
+            max_retries=p.max_retries,
+            retry_delay=p.retry_delay,
         )
-        vectors, tokens = self._vectors(body, expected=len(inputs))
-        usage = EmbeddingUsage(time=time.perf_counter() - started, tokens=tokens)
+        vectors = self._vectors(response, expected=len(texts))
+        usage = EmbeddingUsage(time=time.perf_counter() - started, tokens=_total_tokens(response))
         return EmbeddingResponse(embeddings=vectors, usage=usage)
 
-    def _vectors(self, body: Any, expected: int) -> tuple[list[list[float]], int | None]:
-        """The response's vectors in input order, checked for count and length, and its
-        total tokens when it reports them."""
-        try:
-            parsed = _EmbeddingsBody.model_validate(body)
-            items = parsed.data
-        except ValidationError as exc:
-            raise EmbeddingError(unexpected_response(self.service, exc)) from None
-        indexes = sorted(item.index for item in items)
-        if indexes != list(range(expected)):
-            raise EmbeddingError(
-                f"{self.service}: sent {expected} texts but the response holds "
-                f"{len(items)} vectors with indexes {indexes[:20]}"
-            )
-        for item in items:
-            if len(item.embedding) != self.dimensions:
+    def _vectors(self, response: Any, expected: int) -> list[list[float]]:
+        """The response's vectors in input order, checked for count and length.
+
+        Read by attribute, as the SDK returns them; a compatible server that
+        leaves out an item's ``index`` is read in order.
+        """
+        items = getattr(response, "data", None)
+        if not isinstance(items, list):
+            raise EmbeddingError(f"{self.service}: unexpected response: no list of embeddings")
+        by_index: dict[int, list[float]] = {}
+        for position, item in enumerate(items):
+            index = getattr(item, "index", position)
+            vector = getattr(item, "embedding", None)
+            if not isinstance(vector, list) or not all(isinstance(x, int | float) for x in vector):
                 raise EmbeddingError(
-                    f"{self.service}: model {self.model!r} returned a vector of "
-                    f"{len(item.embedding)} dimensions, but dimensions is {self.dimensions}"
+                    f"{self.service}: unexpected response: data.{position}.embedding "
+                    "is not a list of numbers"
                 )
-        vectors = [item.embedding for item in sorted(items, key=lambda item: item.index)]
-        return vectors, parsed.usage.total_tokens if parsed.usage else None
+            by_index[index if isinstance(index, int) else position] = vector
+        if len(items) == expected and sorted(by_index) != list(range(expected)):
+            raise EmbeddingError(
+                f"{self.service}: sent {expected} texts but the response's vectors have "
+                f"indexes {sorted(by_index)[:20]}"
+            )
+        vectors = [by_index[i] for i in sorted(by_index)]
+        check_vectors(vectors, expected, self.dimensions, service=self.service, model=self.model)
+        return vectors
+
+
+def _total_tokens(response: Any) -> int | None:
+    """The tokens the service counted, when it says (not every compatible server does)."""
+    tokens = getattr(getattr(response, "usage", None), "total_tokens", None)
+    return tokens if isinstance(tokens, int) else None
 
 
 #: AgentScope's name for the OpenAI embedding model; the registered type stays ``openai_compatible``.

@@ -10,13 +10,8 @@ from typing import Any, ClassVar
 from pydantic import Field, ValidationError
 
 from .._errors import ChatModelError
-from .._http import (
-    ApiKeyCredential,
-    EndpointOwner,
-    EndpointParameters,
-    OpenAIEndpoint,
-    unexpected_response,
-)
+from .._http import ApiKeyCredential, EndpointOwner, EndpointParameters, unexpected_response
+from .._openai import REQUIRES, OpenAIEndpoint
 from ..credential import OpenAICredential
 from ..message import Msg
 from ._base import ChatModelBase, ChatModelParameters, ChatResponse
@@ -31,8 +26,9 @@ class OpenAICompatibleChatModel(EndpointOwner, ChatModelBase):
     Tools are sent as ``tools`` and come back as ``tool_calls`` with JSON
     ``arguments``. The API key is ``credential``, or else read from the
     variable ``api_key_env`` when the model is built; it is optional because
-    local servers need none. One HTTP client per instance, opened on first
-    use; close it with :meth:`aclose` or ``async with model:``.
+    local servers need none. Requests go through the ``openai`` SDK, as
+    AgentScope's do. One client per instance, opened on first use; close it
+    with :meth:`aclose` or ``async with model:``.
     """
 
     class Parameters(ChatModelParameters, EndpointParameters):
@@ -42,6 +38,7 @@ class OpenAICompatibleChatModel(EndpointOwner, ChatModelBase):
         timeout: float = Field(default=120.0, gt=0, description="Seconds per request.")
 
     parameters: Parameters
+    requires: ClassVar[dict[str, str]] = REQUIRES
     credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
     service_label: ClassVar[str] = "OpenAI-compatible chat"
 
@@ -80,9 +77,17 @@ class OpenAICompatibleChatModel(EndpointOwner, ChatModelBase):
             payload["tools"] = tools
         if p.temperature is not None:
             payload["temperature"] = p.temperature
-        body = await self._endpoint.post(
-            "chat/completions", payload, error=ChatModelError, max_retries=p.max_retries
+        response = await self._endpoint.call(
+            lambda client, headers: client.chat.completions.create(
+                **payload, extra_headers=headers
+            ),
+            error=ChatModelError,
+            max_retries=p.max_retries,
+            retry_delay=p.retry_delay,
         )
+        # Read back as the fields the server sent (exclude_unset), then as our wire shape:
+        # compatible servers differ from OpenAI's types (arguments as an object, no ids).
+        body = response.to_dict(warnings=False)
         try:
             return ChatResponse(content=WireResponse.model_validate(body).blocks())
         except ValidationError as exc:

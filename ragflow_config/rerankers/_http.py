@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError
 
 from .._errors import RagflowError
-from .._http import EndpointOwner, EndpointParameters, OpenAIEndpoint, unexpected_response
+from .._http import EndpointOwner, EndpointParameters, JSONEndpoint, unexpected_response
 from ._base import RerankerBase
 
 
@@ -64,7 +64,7 @@ class HttpReranker(EndpointOwner, RerankerBase):
 
     parameters: Parameters
 
-    _endpoint: OpenAIEndpoint
+    _endpoint: JSONEndpoint
 
     def __init__(self, parameters: Parameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)
@@ -72,7 +72,7 @@ class HttpReranker(EndpointOwner, RerankerBase):
         # Only the named variable: a credential class would also read OPENAI_API_KEY,
         # and send that key to whatever server reranks.
         key = os.environ.get(p.api_key_env)
-        self._endpoint = OpenAIEndpoint(
+        self._endpoint = JSONEndpoint(
             p.base_url,
             SecretStr(key) if key else None,
             p.timeout,

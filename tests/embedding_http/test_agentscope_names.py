@@ -69,6 +69,11 @@ async def test_openai_name_and_usage(server: EmbeddingServer) -> None:
     assert isinstance(response.usage, EmbeddingUsage)
     assert response.usage.type == "embedding"
     assert response.usage.time >= 0
+    # AgentScope's response and usage are dicts too: code reading them by key runs.
+    assert response["embeddings"] == response.embeddings
+    assert response["usage"]["type"] == "embedding"
+    with pytest.raises(KeyError):
+        response["vectors"]
     sent = len(server.requests)
     async with model:
         nothing = await model([])

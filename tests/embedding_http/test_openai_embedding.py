@@ -168,7 +168,7 @@ async def test_missing_vectors_are_an_error(server: EmbeddingServer) -> None:
     ("body", "expected"),
     [
         (b"<html>gateway</html>", r"HTTP 200 with a body that is not JSON: <html>gateway</html>"),
-        ({"data": [{"index": 0}]}, r"unexpected response: data\.0\.embedding: Field required"),
+        ({"data": [{"index": 0}]}, r"unexpected response: data\.0\.embedding is not a list"),
     ],
 )
 async def test_malformed_success_is_an_error(
@@ -222,6 +222,18 @@ async def test_api_key_read_from_the_named_variable(
     async with make_model(server, api_key_env="MY_EMBEDDING_KEY") as model:
         await model(["hello"])
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_only_the_named_variable_is_read_for_a_key(
+    server: EmbeddingServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The openai SDK reads OPENAI_API_KEY by itself when given no key; a model pointed
+    # at another variable must not send that key to whatever server it names.
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("MY_EMBEDDING_KEY", raising=False)
+    async with make_model(server, api_key_env="MY_EMBEDDING_KEY") as model:
+        await model(["hello"])
+    assert "authorization" not in server.requests[0].headers
 
 
 async def test_client_reopens_after_aclose(server: EmbeddingServer) -> None:
