@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import httpx
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -27,6 +27,7 @@ ApiKeyCredential = OpenAICredential | DashScopeCredential | GeminiCredential
 
 logger = logging.getLogger("ragflow_config.http")
 T = TypeVar("T")
+C = TypeVar("C")
 
 _MAX_RETRY_AFTER = 30.0
 _EXCERPT_CHARS = 300
@@ -311,8 +312,9 @@ class JSONEndpoint(KeyedEndpoint):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = PerLoop(
+            lambda: httpx.AsyncClient(timeout=self._timeout), lambda client: client.aclose()
+        )
 
     async def post(
         self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int
@@ -325,7 +327,7 @@ class JSONEndpoint(KeyedEndpoint):
         )
         try:
             return await post_json(
-                self._http_client(),
+                self._clients.get(),
                 f"{self.base_url}/{path}",
                 payload,
                 service=self.service,
@@ -339,21 +341,37 @@ class JSONEndpoint(KeyedEndpoint):
                 raise
             raise error(hinted) from exc
 
-    def _http_client(self) -> httpx.AsyncClient:
-        # A client's connections belong to the event loop that opened them, so an
-        # endpoint reused under a new loop (a second ``asyncio.run``) needs a new client.
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later call opens a new one."""
+        await self._clients.aclose()
+
+
+class PerLoop(Generic[C]):
+    """A client made on first use in each event loop.
+
+    A client's connections belong to the event loop that opened them, so an
+    endpoint reused under a new loop (a second ``asyncio.run``) needs a new client.
+    """
+
+    def __init__(self, make: Callable[[], C], close: Callable[[C], Awaitable[None]]) -> None:
+        self._make = make
+        self._close = close
+        self._client: C | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> C:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = httpx.AsyncClient(timeout=self._timeout)
-            self._client_loop = loop
+        if self._client is None or self._loop is not loop:
+            self._client = self._make()
+            self._loop = loop
         return self._client
 
     async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
+        """Close the client; a later call opens a new one."""
         client, self._client = self._client, None
         # A client opened under another, finished loop cannot be closed from this one.
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.aclose()
+        if client is not None and self._loop is asyncio.get_running_loop():
+            await self._close(client)
 
 
 class _Closable(Protocol):

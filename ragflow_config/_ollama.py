@@ -3,7 +3,6 @@ how calls through the ``ollama`` package are retried and their failures worded."
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -13,7 +12,14 @@ import httpx
 from pydantic import Field, SecretStr, ValidationError
 
 from ._errors import RagflowError
-from ._http import EndpointParameters, Transient, is_transient, unexpected_response, with_retries
+from ._http import (
+    EndpointParameters,
+    PerLoop,
+    Transient,
+    is_transient,
+    unexpected_response,
+    with_retries,
+)
 from ._redact import redact_url, redact_urls
 from .credential import OllamaCredential
 
@@ -82,8 +88,9 @@ class OllamaEndpoint:
         self._parameters = parameters
         self._api_key = key
         self._label = f"{label} ({parameters.model})"
-        self._client: ollama.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients: PerLoop[ollama.AsyncClient] = PerLoop(
+            self._new_client, lambda client: client.close()
+        )
 
     @property
     def host(self) -> str:
@@ -106,7 +113,7 @@ class OllamaEndpoint:
 
         async def attempt() -> T:
             try:
-                return await request(self._ollama_client())
+                return await request(self._clients.get())
             except ollama.ResponseError as exc:
                 problem = self._response_problem(exc)
                 if not is_transient(exc.status_code):
@@ -157,27 +164,18 @@ class OllamaEndpoint:
             text = text.replace(self._api_key.get_secret_value(), "***")
         return redact_urls(text)
 
-    def _ollama_client(self) -> ollama.AsyncClient:
-        # A client's connections belong to the event loop that opened them, so an
-        # endpoint reused under a new loop (a second ``asyncio.run``) needs a new client.
+    def _new_client(self) -> ollama.AsyncClient:
         import ollama
 
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            headers = (
-                {"authorization": f"Bearer {self._api_key.get_secret_value()}"}
-                if self._api_key is not None
-                else None
-            )
-            self._client = ollama.AsyncClient(
-                host=self.host, timeout=self._parameters.timeout, headers=headers
-            )
-            self._client_loop = loop
-        return self._client
+        headers = (
+            {"authorization": f"Bearer {self._api_key.get_secret_value()}"}
+            if self._api_key is not None
+            else None
+        )
+        return ollama.AsyncClient(
+            host=self.host, timeout=self._parameters.timeout, headers=headers
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""
-        client, self._client = self._client, None
-        # A client opened under another, finished loop cannot be closed from this one.
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.close()
+        await self._clients.aclose()

@@ -3,7 +3,6 @@ SDK, retried and worded the way every model here words a failure."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._errors import RagflowError
 from ._http import (
     KeyedEndpoint,
+    PerLoop,
     Transient,
     excerpt,
     is_transient,
@@ -40,8 +40,9 @@ class OpenAIEndpoint(KeyedEndpoint):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._client: openai.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients: PerLoop[openai.AsyncClient] = PerLoop(
+            self._new_client, lambda client: client.close()
+        )
 
     async def call(
         self,
@@ -61,7 +62,7 @@ class OpenAIEndpoint(KeyedEndpoint):
 
         async def attempt() -> T:
             try:
-                result = await request(self._sdk_client(), extra_headers)
+                result = await request(self._clients.get(), extra_headers)
             except openai.APIStatusError as exc:
                 problem = f"HTTP {exc.status_code}: {self._message(exc)}"
                 if not is_transient(exc.status_code):
@@ -99,23 +100,14 @@ class OpenAIEndpoint(KeyedEndpoint):
         """The server's own words: the message of its JSON error body, else the SDK's."""
         return excerpt(exc.body, exc.message, self.secrets)
 
-    def _sdk_client(self) -> openai.AsyncClient:
-        # A client's connections belong to the event loop that opened them, so an
-        # endpoint reused under a new loop (a second ``asyncio.run``) needs a new client.
+    def _new_client(self) -> openai.AsyncClient:
         import openai
 
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            key = self._api_key.get_secret_value() if self._api_key is not None else "unused"
-            self._client = openai.AsyncClient(
-                api_key=key, base_url=self.base_url, timeout=self._timeout, max_retries=0
-            )
-            self._client_loop = loop
-        return self._client
+        key = self._api_key.get_secret_value() if self._api_key is not None else "unused"
+        return openai.AsyncClient(
+            api_key=key, base_url=self.base_url, timeout=self._timeout, max_retries=0
+        )
 
     async def aclose(self) -> None:
         """Close the SDK's client; a later call opens a new one."""
-        client, self._client = self._client, None
-        # A client opened under another, finished loop cannot be closed from this one.
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.close()
+        await self._clients.aclose()
