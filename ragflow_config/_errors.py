@@ -64,8 +64,11 @@ class ParserFileNotFoundError(ParserError, FileNotFoundError):
         return (type(self), (self.filename, self.path))
 
 
-class EmbeddingError(RagflowError):
-    """An embedding model failed: bad credentials, a rejected request, retries exhausted."""
+class EmbeddingError(RagflowError, RuntimeError):
+    """An embedding model failed: bad credentials, a rejected request, retries exhausted.
+
+    A ``RuntimeError`` too, as AgentScope's DashScope model raises for a failed request.
+    """
 
 
 class UnsupportedInputError(RagflowError, TypeError, ValueError):

@@ -172,9 +172,7 @@ class OllamaEndpoint:
             if self._api_key is not None
             else None
         )
-        return ollama.AsyncClient(
-            host=self.host, timeout=self._parameters.timeout, headers=headers
-        )
+        return ollama.AsyncClient(host=self.host, timeout=self._parameters.timeout, headers=headers)
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later call opens a new one."""

@@ -112,7 +112,8 @@ class EmbeddingModelBase(Component):
     A service that reports the tokens a batch cost overrides :meth:`_call_api`.
     """
 
-    supports_multimodal: ClassVar[bool] = False
+    #: Whether ``DataBlock``s are embedded too; a provider whose models differ sets it per instance.
+    supports_multimodal: bool = False
     #: True when the model computes in Python on the caller's thread (no I/O, no
     #: threads of its own), so one process can run only one batch at a time: a
     #: runner with parser processes then embeds there, beside the parsing.
@@ -174,6 +175,11 @@ class EmbeddingModelBase(Component):
     def can_embed(self, item: EmbeddingInput) -> bool:
         """Whether this model takes ``item``: text always, a ``DataBlock`` only if multimodal."""
         return self.supports_multimodal or not isinstance(item, DataBlock)
+
+    def batch_accepts(self, batch: list[str | DataBlock], item: str | DataBlock) -> bool:
+        """Whether ``item`` may join ``batch`` in one request: up to ``batch_size`` inputs;
+        a model whose service limits a request by content says so here."""
+        return len(batch) < self.batch_size
 
     @abstractmethod
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
@@ -343,10 +349,15 @@ class _Batcher:
         limit = self._model.parameters.max_concurrency
         while self._running < limit and self._waiting:
             batch: list[_Waiting] = []
-            while self._waiting and len(batch) < self._model.batch_size:
-                item, future = self._waiting.popleft()
-                if not future.done():  # its call gave up
-                    batch.append((item, future))
+            while self._waiting:
+                item, future = self._waiting[0]
+                if future.done():  # its call gave up
+                    self._waiting.popleft()
+                    continue
+                # A first input always goes, whatever the model's limits say of it alone.
+                if batch and not self._model.batch_accepts([i for i, _ in batch], item):
+                    break
+                batch.append(self._waiting.popleft())
             if batch:
                 self._running += 1
                 task = asyncio.ensure_future(self._run(batch))

@@ -30,7 +30,6 @@ class HashingEmbeddingModel(EmbeddingModelBase):
         batch_size: int = Field(default=256, ge=1, description="Inputs per model call.")
 
     parameters: Parameters
-    supports_multimodal: ClassVar[bool] = False
     cpu_bound: ClassVar[bool] = True
 
     @property

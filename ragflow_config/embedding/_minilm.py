@@ -125,7 +125,6 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         )
 
     parameters: Parameters
-    supports_multimodal: ClassVar[bool] = False
 
     def __init__(self, parameters: EmbeddingParameters | None = None, **options: Any) -> None:
         super().__init__(parameters, **options)

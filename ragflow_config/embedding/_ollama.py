@@ -8,21 +8,19 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from .._errors import EmbeddingError, UnsupportedInputError
-from .._http import EndpointOwner
 from .._ollama import REQUIRES, OllamaEndpoint, OllamaParameters, from_credential
 from ..credential import OllamaCredential
 from ..message import DataBlock
 from ._base import (
-    EmbeddingModelBase,
-    EmbeddingParameters,
     EmbeddingResponse,
     EmbeddingUsage,
     check_vectors,
 )
 from ._card import EmbeddingModelCard
+from ._remote import RemoteEmbeddingModel, RemoteParameters
 
 
-class OllamaEmbeddingModel(EndpointOwner, EmbeddingModelBase):
+class OllamaEmbeddingModel(RemoteEmbeddingModel):
     """An embedding model served by Ollama, e.g. ``nomic-embed-text``.
 
     As in AgentScope, an :class:`~ragflow_config.credential.OllamaCredential`
@@ -34,14 +32,7 @@ class OllamaEmbeddingModel(EndpointOwner, EmbeddingModelBase):
     state. Text only. ``usage.tokens`` is Ollama's ``prompt_eval_count``.
     """
 
-    class Parameters(EmbeddingParameters, OllamaParameters):
-        # `base_url` stays in a cache's key: another server may serve other weights
-        # under the same model name.
-        vector_neutral: ClassVar[frozenset[str]] = (
-            EmbeddingParameters.vector_neutral | OllamaParameters.transport_settings
-        )
-
-        dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
+    class Parameters(OllamaParameters, RemoteParameters):  # Ollama's defaults win
         send_dimensions: bool = Field(
             default=False,
             description="Send `dimensions` in the request, for models that can shorten vectors.",
@@ -50,7 +41,6 @@ class OllamaEmbeddingModel(EndpointOwner, EmbeddingModelBase):
 
     parameters: Parameters
     requires: ClassVar[dict[str, str]] = REQUIRES
-    supports_multimodal: ClassVar[bool] = False
     #: Which models a server has is the server's business (``ollama list``): no cards, as in AgentScope.
     model_cards: ClassVar[tuple[EmbeddingModelCard, ...]] = ()
 
@@ -68,25 +58,9 @@ class OllamaEmbeddingModel(EndpointOwner, EmbeddingModelBase):
         self._endpoint = OllamaEndpoint(self.parameters, credential, "Ollama embeddings")
 
     @property
-    def model(self) -> str:
-        return self.parameters.model
-
-    @property
-    def dimensions(self) -> int:
-        return self.parameters.dimensions
-
-    @property
     def host(self) -> str:
         """The Ollama server, as AgentScope's model names it."""
         return self.parameters.host
-
-    @property
-    def service(self) -> str:
-        """How errors and logs name the remote: never with credentials in the URL."""
-        return self._endpoint.service
-
-    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
-        return (await self._call_api(batch)).embeddings
 
     async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
         texts = [item for item in inputs if isinstance(item, str)]

@@ -12,23 +12,22 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from .._errors import EmbeddingError, UnsupportedInputError
-from .._http import ApiKeyCredential, EndpointOwner, EndpointParameters
+from .._http import ApiKeyCredential
 from .._openai import REQUIRES, OpenAIEndpoint
 from ..credential import OpenAICredential
 from ..message import DataBlock
 from ._base import (
-    EmbeddingModelBase,
-    EmbeddingParameters,
     EmbeddingResponse,
     EmbeddingUsage,
     check_vectors,
 )
 from ._card import EmbeddingModelCard
+from ._remote import RemoteEmbeddingModel, RemoteParameters
 
 _ApiKeyCredential = ApiKeyCredential
 
 
-class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
+class OpenAICompatibleEmbeddingModel(RemoteEmbeddingModel):
     """Text embeddings from an OpenAI-compatible ``{base_url}/embeddings`` endpoint.
 
     The API key is ``credential``, or else read from the variable
@@ -39,14 +38,7 @@ class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
     close it with :meth:`aclose` or ``async with model:``.
     """
 
-    class Parameters(EmbeddingParameters, EndpointParameters):
-        # How requests are made; `base_url` stays in a cache's key: another server
-        # may serve another model under the same name.
-        vector_neutral: ClassVar[frozenset[str]] = (
-            EmbeddingParameters.vector_neutral | EndpointParameters.transport_settings
-        )
-
-        dimensions: int = Field(ge=1, description="Length of every vector the model returns.")
+    class Parameters(RemoteParameters):
         send_dimensions: bool = Field(
             default=True,
             description="Send `dimensions` in the request; turn off for servers that reject it.",
@@ -55,7 +47,6 @@ class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
 
     parameters: Parameters
     requires: ClassVar[dict[str, str]] = REQUIRES
-    supports_multimodal: ClassVar[bool] = False
     credential_type: ClassVar[type[_ApiKeyCredential]] = OpenAICredential
     service_label: ClassVar[str] = "OpenAI-compatible embeddings"
     # NOTICE: the cards' facts (names, labels, dimensions, context sizes) are AgentScope
@@ -91,22 +82,6 @@ class OpenAICompatibleEmbeddingModel(EndpointOwner, EmbeddingModelBase):
         self._endpoint = OpenAIEndpoint.for_model(
             self.parameters, credential, self.credential_type, self.service_label
         )
-
-    @property
-    def model(self) -> str:
-        return self.parameters.model
-
-    @property
-    def dimensions(self) -> int:
-        return self.parameters.dimensions
-
-    @property
-    def service(self) -> str:
-        """How errors and logs name the remote: never with credentials in the URL."""
-        return self._endpoint.service
-
-    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
-        return (await self._call_api(batch)).embeddings
 
     async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
         texts = [item for item in inputs if isinstance(item, str)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -161,7 +161,7 @@ async def test_static_mode_reranks_with_the_reply_input(kb: KnowledgeBase):
 class CaptionEmbedding(HashingEmbeddingModel):
     """A multimodal stand-in: an image is embedded by its name, as if captioned."""
 
-    supports_multimodal: ClassVar[bool] = True
+    supports_multimodal = True
 
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         return [self.embed_text(i if isinstance(i, str) else i.name or "") for i in batch]

@@ -25,10 +25,17 @@ def test_a_card_has_agentscopes_fields() -> None:
     assert fields(ours.EmbeddingModelCard) == fields(theirs.EmbeddingModelCard)
 
 
-@pytest.mark.parametrize("name", CLASSES)
+def test_dashscope_lists_every_model_with_agentscopes_card() -> None:
+    """DashScope's class embeds images and video as AgentScope's does, through the same API."""
+    their_cards = [card.model_dump() for card in theirs.DashScopeEmbeddingModel.list_models()]
+    our_cards = [card.model_dump() for card in ours.DashScopeEmbeddingModel.list_models()]
+    assert sorted(our_cards, key=str) == sorted(their_cards, key=str)
+
+
+@pytest.mark.parametrize("name", [name for name in CLASSES if name != "DashScopeEmbeddingModel"])
 def test_every_text_model_is_listed_with_agentscopes_card(name: str) -> None:
-    """The classes here send text only, so a multimodal model is listed (as text-only) only
-    where the class's API serves it: Gemini's OpenAI-compatible API, not DashScope's."""
+    """These classes send text only, so a multimodal model is listed (as text-only) only
+    where the class's API serves it (Gemini's OpenAI-compatible API)."""
     their_cards = {card.name: card.model_dump() for card in getattr(theirs, name).list_models()}
     our_cards = {card.name: card.model_dump() for card in getattr(ours, name).list_models()}
     text_only = {
