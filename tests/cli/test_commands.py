@@ -202,3 +202,28 @@ def test_list_shows_each_document_and_delete_removes_one(cli: Cli) -> None:
     assert f"nothing deleted: docs has no document {fox}" in cli.err
     assert cli("plan") == EXIT_PENDING
     assert "  add         fox.md  (new file)" in cli.out
+
+
+def test_verify_reports_a_mass_deletion_as_drift_and_fixes_it_only_when_forced(
+    cli: Cli, tmp_path: Path
+) -> None:
+    set_option(cli, "prune: true")  # max_delete_fraction: 0.2 by default
+    assert cli("run") == EXIT_OK
+    (tmp_path / "docs" / "fox.md").unlink()
+    (tmp_path / "docs" / "guide" / "sorting.txt").unlink()
+
+    # Reporting never refuses: the guard is for deleting, and verify deletes nothing.
+    assert cli("verify") == EXIT_ERROR
+    assert cli.out.splitlines() == [
+        "docs: extra      fox.md  (source file is gone)",
+        "docs: extra      guide/sorting.txt  (source file is gone)",
+        "docs: 1 documents in sync, 2 drifted",
+    ]
+    assert cli.err == ""
+
+    assert cli("verify", "--fix") == EXIT_ERROR
+    assert "the run would delete 2 of 3 documents" in cli.err
+    assert len(cli.documents()) == 3
+    assert cli("verify", "--fix", "--force") == EXIT_OK
+    assert sorted(cli.documents()) == ["guide/deep/files.rst"]
+    assert cli("verify") == EXIT_OK
