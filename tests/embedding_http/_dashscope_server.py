@@ -29,6 +29,7 @@ class DashScopeServer(JSONServer):
         super().__init__()
         self.requests: list[Seen] = []
         self.reply: Callable[[int, dict[str, Any]], Reply | None] = lambda number, body: None
+        self.shuffle = True  # list vectors out of order, each with its index
         self._shuffle = random.Random(11)
 
     @property
@@ -66,5 +67,6 @@ class DashScopeServer(JSONServer):
             }
         else:
             return Reply(404, {"code": "NotFound", "message": f"no such path {path}"})
-        self._shuffle.shuffle(items)
+        if self.shuffle:
+            self._shuffle.shuffle(items)
         return Reply(200, {"output": {"embeddings": items}, "usage": usage, "request_id": "r1"})
