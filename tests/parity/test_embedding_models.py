@@ -13,6 +13,7 @@ pytest.importorskip("agentscope", reason="the parity extra (agentscope==2.0.11) 
 import agentscope.credential as their_credentials
 import agentscope.embedding as theirs
 import agentscope.message as their_messages
+from _ollama_fake import OllamaServer
 from embedding_http._dashscope_server import DashScopeServer
 from embedding_http._server import EmbeddingServer
 
@@ -35,6 +36,14 @@ def server() -> Iterator[EmbeddingServer]:
 @pytest.fixture
 def dashscope_server() -> Iterator[DashScopeServer]:
     instance = DashScopeServer()
+    instance.start()
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def ollama_server() -> Iterator[OllamaServer]:
+    instance = OllamaServer()
     instance.start()
     yield instance
     instance.stop()
@@ -145,6 +154,30 @@ async def test_dashscope_multimodal(
 
     assert len(their_wire) == 2  # 5 images at most per request, in both
     assert wire(dashscope_server.requests) == their_wire
+    assert our_response.embeddings == their_response.embeddings
+    assert our_response.usage is not None and their_response.usage is not None
+    assert our_response.usage.tokens == their_response.usage.tokens
+
+
+async def test_ollama(ollama_server: OllamaServer) -> None:
+    their_model = theirs.OllamaEmbeddingModel(
+        credential=their_credentials.OllamaCredential(host=ollama_server.host),
+        model="nomic-embed-text",
+        dimensions=8,
+    )
+    their_response = await their_model(TEXTS)
+    their_wire = wire(ollama_server.requests)
+    ollama_server.requests.clear()
+
+    credential = our_credentials.OllamaCredential(host=ollama_server.host)
+    # AgentScope always sends `dimensions`; ours only when told (README table).
+    our_model = ours.OllamaEmbeddingModel(
+        credential=credential, model="nomic-embed-text", dimensions=8, send_dimensions=True
+    )
+    async with our_model:
+        our_response = await our_model(TEXTS)
+
+    assert wire(ollama_server.requests) == their_wire
     assert our_response.embeddings == their_response.embeddings
     assert our_response.usage is not None and their_response.usage is not None
     assert our_response.usage.tokens == their_response.usage.tokens
