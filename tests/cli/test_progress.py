@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ragflow_config.cli import main
 from ragflow_config.cli._progress import Progress
 from ragflow_config.pipeline import Change, Pipeline, RunOptions
 
@@ -21,6 +22,21 @@ from .test_kb_commands import project
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
+
+
+class CtrlCAfterFirstFile(io.StringIO):
+    """A log that presses Ctrl-C (a real SIGINT to this process) once the first file is reported."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pressed = False
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if not self.pressed and text.startswith("notes: "):
+            self.pressed = True
+            signal.raise_signal(signal.SIGINT)
+        return written
 
 
 async def test_a_terminal_sees_files_of_the_total_chunks_and_failures(
@@ -90,4 +106,18 @@ def test_ctrl_c_ends_a_run_with_one_line_saying_how_far_it_got(tmp_path: Path) -
     assert run.returncode == 130
     lines = [line for line in err.splitlines() if not line.startswith("notes: add ")]
     assert len(lines) == 1, err[-2000:]
+    assert re.fullmatch(r"interrupted: \d+ files? done; run again to continue", lines[0])
+
+
+def test_ctrl_c_in_process_ends_the_command_with_exit_130_and_how_far_it_got(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The subprocess test above shows the whole program; this one runs the command
+    # in the test's process, where a mutation test's copy of the code is the one used.
+    pipeline = project(tmp_path)
+    log = CtrlCAfterFirstFile()
+    monkeypatch.setattr(sys, "stderr", log)
+    assert main(["run", str(pipeline), "--workers", "0"]) == 130
+    lines = [line for line in log.getvalue().splitlines() if not line.startswith("notes: add ")]
+    assert len(lines) == 1, log.getvalue()
     assert re.fullmatch(r"interrupted: \d+ files? done; run again to continue", lines[0])
