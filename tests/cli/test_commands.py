@@ -7,11 +7,12 @@ runner that breaks the promise it checks (issue 27).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from pipeline.test_promises import edit
-from pipeline.test_run import GOOD, make_project
+from pipeline.test_run import BROKEN, GOOD, make_project
 
 from ragflow_config.cli import main
 
@@ -227,3 +228,21 @@ def test_verify_reports_a_mass_deletion_as_drift_and_fixes_it_only_when_forced(
     assert cli("verify", "--fix", "--force") == EXIT_OK
     assert sorted(cli.documents()) == ["guide/deep/files.rst"]
     assert cli("verify") == EXIT_OK
+
+
+def test_run_ends_with_the_file_count_and_on_error_fail_says_where_it_stopped(
+    cli: Cli, tmp_path: Path
+) -> None:
+    assert cli("run") == EXIT_OK
+    # The three texts and the file no parser takes.
+    assert re.fullmatch(r"4 files in \d+\.\ds", cli.out.splitlines()[-1]), cli.out
+
+    (tmp_path / "docs" / BROKEN).write_bytes("caf\xe9\n".encode("latin-1"))
+    edit(Path(cli.pipeline), "on_error: skip", "on_error: fail")
+    assert cli("run") == EXIT_ERROR
+    assert "failed 1" in cli.out
+    assert re.fullmatch(r"\d files? in \d+\.\ds", cli.out.splitlines()[-1]), cli.out
+    failed, stopped = cli.err.splitlines()[-2:]
+    assert failed.startswith(f"docs: FAILED {BROKEN}: not valid utf-8 at byte 3")
+    reason = failed.removeprefix(f"docs: FAILED {BROKEN}: ")
+    assert stopped == f"docs: stopped at the first failure (on_error: fail): {BROKEN}: {reason}"
