@@ -117,7 +117,12 @@ def test_ctrl_c_in_process_ends_the_command_with_exit_130_and_how_far_it_got(
     pipeline = project(tmp_path)
     log = CtrlCAfterFirstFile()
     monkeypatch.setattr(sys, "stderr", log)
-    assert main(["run", str(pipeline), "--workers", "0"]) == 130
+    # Ctrl-C as on a terminal, whatever the process running the tests did with SIGINT.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["run", str(pipeline), "--workers", "0"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, handler)
     lines = [line for line in log.getvalue().splitlines() if not line.startswith("notes: add ")]
     assert len(lines) == 1, log.getvalue()
     assert re.fullmatch(r"interrupted: \d+ files? done; run again to continue", lines[0])
