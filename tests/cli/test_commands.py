@@ -225,7 +225,9 @@ def test_verify_reports_a_mass_deletion_as_drift_and_fixes_it_only_when_forced(
     assert cli("verify", "--fix") == EXIT_ERROR
     assert "the run would delete 2 of 3 documents" in cli.err
     assert len(cli.documents()) == 3
-    assert cli("verify", "--fix", "--force") == EXIT_OK
+    assert cli("verify", "--fix", "--force", "--json") == EXIT_OK
+    [kb] = json.loads(cli.out)["knowledge_bases"]
+    assert kb["counts"]["delete"] == 2
     assert sorted(cli.documents()) == ["guide/deep/files.rst"]
     assert cli("verify") == EXIT_OK
 
