@@ -221,6 +221,13 @@ def test_verify_reports_a_mass_deletion_as_drift_and_fixes_it_only_when_forced(
         "docs: 1 documents in sync, 2 drifted",
     ]
     assert cli.err == ""
+    assert cli("verify", "--json") == EXIT_ERROR
+    assert {
+        (row["knowledge_base"], row["status"], row["path"]) for row in json.loads(cli.out)["drift"]
+    } == {
+        ("docs", "extra", "fox.md"),
+        ("docs", "extra", "guide/sorting.txt"),
+    }
 
     assert cli("verify", "--fix") == EXIT_ERROR
     assert "the run would delete 2 of 3 documents" in cli.err
@@ -241,6 +248,7 @@ def test_run_ends_with_the_file_count_and_on_error_fail_says_where_it_stopped(
 
     (tmp_path / "docs" / BROKEN).write_bytes("caf\xe9\n".encode("latin-1"))
     edit(Path(cli.pipeline), "on_error: skip", "on_error: fail")
+    assert cli("verify", "--fix") == EXIT_ERROR  # a repair that fails says so
     assert cli("run") == EXIT_ERROR
     assert "failed 1" in cli.out
     assert re.fullmatch(r"\d files? in \d+\.\ds", cli.out.splitlines()[-1]), cli.out
