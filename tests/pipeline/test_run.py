@@ -379,7 +379,7 @@ async def test_a_run_keeps_older_objects_from_the_collector_only_while_it_runs(
     options = RunOptions(
         workers=0, progress=lambda kb, change: frozen_during.append(gc.get_freeze_count())
     )
-    assert gc.get_freeze_count() == 0
+    gc.unfreeze()  # what the process running the tests froze (mutmut's fork server does) is not ours
     await pipeline.run(options=options)
     assert frozen_during and min(frozen_during) > 0
     assert gc.get_freeze_count() == 0
