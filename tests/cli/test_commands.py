@@ -245,6 +245,12 @@ def test_run_ends_with_the_file_count_and_on_error_fail_says_where_it_stopped(
     assert cli("run") == EXIT_OK
     # The three texts and the file no parser takes.
     assert re.fullmatch(r"4 files in \d+\.\ds", cli.out.splitlines()[-1]), cli.out
+    # With --json the JSON document is all it writes: no per-file lines on stderr.
+    (tmp_path / "docs" / "fox.md").write_text("# Foxes\n\nFoxes are red.\n", encoding="utf-8")
+    assert cli("run", "--json") == EXIT_OK
+    assert cli.err == ""
+    [kb] = json.loads(cli.out)["knowledge_bases"]
+    assert kb["counts"]["update"] == 1
 
     (tmp_path / "docs" / BROKEN).write_bytes("caf\xe9\n".encode("latin-1"))
     edit(Path(cli.pipeline), "on_error: skip", "on_error: fail")
