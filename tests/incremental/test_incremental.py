@@ -11,7 +11,7 @@ import pytest
 from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.message import DataBlock
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions, RunRefused
-from ragflow_config.rag import Section, TextParser
+from ragflow_config.rag import Section, TextParser, VectorRecord
 
 from ._corpus import write_corpus, write_pipeline
 
@@ -255,6 +255,41 @@ async def test_a_document_missing_chunk_0_is_repaired_not_taken_for_a_pipeline_c
     assert repair.reason == "chunk 0 is missing: a write was interrupted"
     assert report.fingerprint_changes == []
     assert await stored_chunks(pipeline) == before
+
+
+async def test_a_document_missing_a_later_chunk_is_repaired_and_whole_again(
+    tmp_path: Path, corpus: Path, registry: Registry
+) -> None:
+    pipeline = counting_pipeline(tmp_path, corpus, registry)
+    await pipeline.run(options=IN_PROCESS)
+    before = await stored_chunks(pipeline)
+    async with pipeline.build() as built:  # the store lost the last chunk (restored from a backup)
+        kb = built.knowledge_bases["docs"]
+        summary = max(await kb.list_documents(), key=lambda s: s.chunk_count)
+        kept = [
+            VectorRecord(vector=vector, document_id=summary.document_id, chunk=chunk)
+            for chunk, vector in await kb.vector_store.document_vectors(
+                kb.collection, summary.document_id
+            )
+            if chunk.chunk_index < summary.chunk_count - 1
+        ]
+        await kb.vector_store.delete(kb.collection, summary.document_id)
+        await kb.vector_store.insert(kb.collection, kept)
+    expected = summary.chunk_count
+
+    report = (await pipeline.run(options=IN_PROCESS)).knowledge_bases[0]
+    [repair] = [c for c in report.changes if c.action != "unchanged"]
+    assert (repair.action, repair.path) == ("repair", summary.source)
+    assert repair.reason == f"store holds {expected - 1} chunks, expected {expected}"
+    assert await stored_chunks(pipeline) == before
+
+    # Told not to repair, a run leaves such a document as it is.
+    async with pipeline.build() as built:
+        kb = built.knowledge_bases["docs"]
+        await kb.vector_store.delete(kb.collection, summary.document_id)
+        await kb.vector_store.insert(kb.collection, kept)
+    report = (await pipeline.run(options=RunOptions(workers=0, repair=False))).knowledge_bases[0]
+    assert {c.action for c in report.changes} == {"unchanged"}
 
 
 async def test_a_run_holds_a_few_tasks_at_a_time_however_many_files(
