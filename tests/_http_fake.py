@@ -11,7 +11,9 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
+
+_Server = TypeVar("_Server", bound="JSONServer")
 
 
 @dataclass
@@ -51,6 +53,13 @@ class JSONServer:
     def stop(self) -> None:
         self._http.shutdown()
         self._http.server_close()
+
+    def __enter__(self: _Server) -> _Server:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         raise NotImplementedError

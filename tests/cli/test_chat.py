@@ -34,10 +34,8 @@ middlewares:
 
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    instance = ChatServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with ChatServer() as instance:
+        yield instance
 
 
 def project(folder: Path, url: str, mode: str) -> Path:

@@ -12,15 +12,11 @@ from ._server import EmbeddingServer
 
 @pytest.fixture
 def server() -> Iterator[EmbeddingServer]:
-    instance = EmbeddingServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with EmbeddingServer() as instance:
+        yield instance
 
 
 @pytest.fixture
 def dashscope_server() -> Iterator[DashScopeServer]:
-    instance = DashScopeServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with DashScopeServer() as instance:
+        yield instance

@@ -15,10 +15,8 @@ from ragflow_config.embedding import EmbeddingUsage, OllamaEmbeddingModel
 
 @pytest.fixture
 def ollama_server() -> Iterator[OllamaServer]:
-    instance = OllamaServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with OllamaServer() as instance:
+        yield instance
 
 
 async def test_the_credential_host_is_where_requests_go_without_a_key(

@@ -11,7 +11,5 @@ from ._server import ChatServer
 
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    instance = ChatServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with ChatServer() as instance:
+        yield instance

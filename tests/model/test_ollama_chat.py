@@ -26,10 +26,8 @@ TOOL = {
 
 @pytest.fixture
 def ollama_server() -> Iterator[OllamaServer]:
-    instance = OllamaServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with OllamaServer() as instance:
+        yield instance
 
 
 async def test_the_credential_host_is_where_requests_go(

@@ -27,31 +27,40 @@ TEXTS = [f"passage number {i} about parity" for i in range(13)]
 
 @pytest.fixture
 def server() -> Iterator[EmbeddingServer]:
-    instance = EmbeddingServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with EmbeddingServer() as instance:
+        yield instance
 
 
 @pytest.fixture
 def dashscope_server() -> Iterator[DashScopeServer]:
-    instance = DashScopeServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with DashScopeServer() as instance:
+        yield instance
 
 
 @pytest.fixture
 def ollama_server() -> Iterator[OllamaServer]:
-    instance = OllamaServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with OllamaServer() as instance:
+        yield instance
 
 
 def wire(requests: list[Any]) -> list[tuple[str, Any]]:
     """What was sent, in a comparable order: path and body of each request."""
     return sorted(((seen.path, seen.body) for seen in requests), key=repr)
+
+
+async def assert_same(server: Any, theirs_embed: Any, our_model: Any, our_inputs: list[Any]) -> int:
+    """Run AgentScope's call, then ours on the same server: the same requests, vectors and
+    tokens. Returns how many requests each sent."""
+    their_response = await theirs_embed()
+    their_wire = wire(server.requests)
+    server.requests.clear()
+    async with our_model:
+        our_response = await our_model(our_inputs)
+    assert wire(server.requests) == their_wire
+    assert our_response.embeddings == their_response.embeddings
+    assert our_response.usage is not None and their_response.usage is not None
+    assert our_response.usage.tokens == their_response.usage.tokens
+    return len(their_wire)
 
 
 def image_blocks(module: Any) -> list[Any]:
@@ -71,10 +80,12 @@ async def test_openai(server: EmbeddingServer) -> None:
         model="text-embedding-3-small",
         dimensions=8,
     )
-    their_response = await their_model(TEXTS)
-    await their_model.client.close()
-    their_wire = wire(server.requests)
-    server.requests.clear()
+
+    async def their_call() -> Any:
+        try:
+            return await their_model(TEXTS)
+        finally:
+            await their_model.client.close()
 
     our_model = ours.OpenAIEmbeddingModel(
         credential=our_credentials.OpenAICredential(api_key=KEY),
@@ -83,18 +94,11 @@ async def test_openai(server: EmbeddingServer) -> None:
         base_url=server.url,
         batch_size=2048,  # AgentScope's fixed batch size for OpenAI
     )
-    async with our_model:
-        our_response = await our_model(TEXTS)
-
-    assert wire(server.requests) == their_wire
-    assert our_response.embeddings == their_response.embeddings
-    assert our_response.usage is not None and their_response.usage is not None
-    assert our_response.usage.tokens == their_response.usage.tokens
+    assert await assert_same(server, their_call, our_model, TEXTS) == 1
 
 
-async def test_dashscope_text(
-    dashscope_server: DashScopeServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def dashscope_root(dashscope_server: DashScopeServer, monkeypatch: pytest.MonkeyPatch) -> str:
     import dashscope
 
     # AgentScope's model takes the SDK's default root; ours is given it.
@@ -102,61 +106,37 @@ async def test_dashscope_text(
     # AgentScope's model reads the vectors in the order listed, not by their index
     # (README table): DashScope lists them in order, so the server does here.
     dashscope_server.shuffle = False
-    their_model = theirs.DashScopeEmbeddingModel(
-        credential=their_credentials.DashScopeCredential(api_key=KEY),
-        model="text-embedding-v4",
-        dimensions=8,
-    )
-    their_response = await their_model(TEXTS)
-    their_wire = wire(dashscope_server.requests)
-    dashscope_server.requests.clear()
+    return dashscope_server.url
 
+
+def dashscope_models(model: str, root: str) -> tuple[Any, Any]:
+    their_model = theirs.DashScopeEmbeddingModel(
+        credential=their_credentials.DashScopeCredential(api_key=KEY), model=model, dimensions=8
+    )
     our_model = ours.DashScopeEmbeddingModel(
         credential=our_credentials.DashScopeCredential(api_key=KEY),
-        model="text-embedding-v4",
+        model=model,
         dimensions=8,
-        base_url=dashscope_server.url,
+        base_url=root,
     )
-    async with our_model:
-        our_response = await our_model(TEXTS)
-
-    assert len(their_wire) == 2  # batches of 10, in both
-    assert wire(dashscope_server.requests) == their_wire
-    assert our_response.embeddings == their_response.embeddings
-    assert our_response.usage is not None and their_response.usage is not None
-    assert our_response.usage.tokens == their_response.usage.tokens
+    return their_model, our_model
 
 
-async def test_dashscope_multimodal(
-    dashscope_server: DashScopeServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import dashscope
+async def test_dashscope_text(dashscope_server: DashScopeServer, dashscope_root: str) -> None:
+    their_model, our_model = dashscope_models("text-embedding-v4", dashscope_root)
+    sent = await assert_same(dashscope_server, lambda: their_model(TEXTS), our_model, TEXTS)
+    assert sent == 2  # batches of 10, in both
 
-    monkeypatch.setattr(dashscope, "base_http_api_url", dashscope_server.url)
-    dashscope_server.shuffle = False  # as above
-    their_model = theirs.DashScopeEmbeddingModel(
-        credential=their_credentials.DashScopeCredential(api_key=KEY),
-        model="qwen3-vl-embedding",
-        dimensions=8,
+
+async def test_dashscope_multimodal(dashscope_server: DashScopeServer, dashscope_root: str) -> None:
+    their_model, our_model = dashscope_models("qwen3-vl-embedding", dashscope_root)
+    sent = await assert_same(
+        dashscope_server,
+        lambda: their_model(["a caption", *image_blocks(their_messages)]),
+        our_model,
+        ["a caption", *image_blocks(our_messages)],
     )
-    their_response = await their_model(["a caption", *image_blocks(their_messages)])
-    their_wire = wire(dashscope_server.requests)
-    dashscope_server.requests.clear()
-
-    our_model = ours.DashScopeEmbeddingModel(
-        credential=our_credentials.DashScopeCredential(api_key=KEY),
-        model="qwen3-vl-embedding",
-        dimensions=8,
-        base_url=dashscope_server.url,
-    )
-    async with our_model:
-        our_response = await our_model(["a caption", *image_blocks(our_messages)])
-
-    assert len(their_wire) == 2  # 5 images at most per request, in both
-    assert wire(dashscope_server.requests) == their_wire
-    assert our_response.embeddings == their_response.embeddings
-    assert our_response.usage is not None and their_response.usage is not None
-    assert our_response.usage.tokens == their_response.usage.tokens
+    assert sent == 2  # 5 images at most per request, in both
 
 
 async def test_ollama(ollama_server: OllamaServer) -> None:
@@ -165,19 +145,11 @@ async def test_ollama(ollama_server: OllamaServer) -> None:
         model="nomic-embed-text",
         dimensions=8,
     )
-    their_response = await their_model(TEXTS)
-    their_wire = wire(ollama_server.requests)
-    ollama_server.requests.clear()
-
-    credential = our_credentials.OllamaCredential(host=ollama_server.host)
     # AgentScope always sends `dimensions`; ours only when told (README table).
     our_model = ours.OllamaEmbeddingModel(
-        credential=credential, model="nomic-embed-text", dimensions=8, send_dimensions=True
+        credential=our_credentials.OllamaCredential(host=ollama_server.host),
+        model="nomic-embed-text",
+        dimensions=8,
+        send_dimensions=True,
     )
-    async with our_model:
-        our_response = await our_model(TEXTS)
-
-    assert wire(ollama_server.requests) == their_wire
-    assert our_response.embeddings == their_response.embeddings
-    assert our_response.usage is not None and their_response.usage is not None
-    assert our_response.usage.tokens == their_response.usage.tokens
+    await assert_same(ollama_server, lambda: their_model(TEXTS), our_model, TEXTS)

@@ -209,10 +209,8 @@ MENU = {"menu.md": "Café au lait, crème brûlée.\n", "fox.md": GOOD["fox.md"]
 
 @pytest.fixture
 def server() -> Iterator[EmbeddingServer]:
-    instance = EmbeddingServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with EmbeddingServer() as instance:
+        yield instance
 
 
 def remote_project(folder: Path, server: EmbeddingServer, model: str, encoding: str) -> Pipeline:

@@ -11,7 +11,5 @@ from ._server import RerankServer
 
 @pytest.fixture
 def server() -> Iterator[RerankServer]:
-    instance = RerankServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with RerankServer() as instance:
+        yield instance

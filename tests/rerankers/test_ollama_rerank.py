@@ -25,10 +25,8 @@ TEXTS = ["cats sleep all day", "cats sleep in the sun", "dogs bark"]
 
 @pytest.fixture
 def ollama_server() -> Iterator[OllamaServer]:
-    instance = OllamaServer()
-    instance.start()
-    yield instance
-    instance.stop()
+    with OllamaServer() as instance:
+        yield instance
 
 
 async def test_an_ollama_chat_model_reranks(ollama_server: OllamaServer) -> None:
