@@ -119,6 +119,9 @@ async def test_a_model_setting_that_changes_vectors_changes_the_embedding_part(
     # ones must be neither kept as current nor reused.
     shorter = await prints(minilm_pipeline(tmp_path, "max_length: 128"))
     assert shorter["embedding"] != default["embedding"]
+    # Two other values are two other fingerprints, not one "changed" mark.
+    shortest = await prints(minilm_pipeline(tmp_path, "max_length: 64"))
+    assert shortest["embedding"] not in (shorter["embedding"], default["embedding"])
     assert {k: v for k, v in shorter.items() if k != "embedding"} == {
         k: v for k, v in default.items() if k != "embedding"
     }
