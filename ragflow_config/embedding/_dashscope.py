@@ -253,14 +253,15 @@ class DashScopeEmbeddingModel(RemoteEmbeddingModel):
         items = output.get("embeddings")
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise EmbeddingError(f"{self.service}: unexpected response: no list of embeddings")
-        ordered = sorted(
-            enumerate(items),
-            key=lambda pair: (
-                pair[1].get(index_key, pair[0])
-                if isinstance(pair[1].get(index_key, pair[0]), int)
-                else pair[0]
-            ),
-        )
+        places = [
+            item.get(index_key) if isinstance(item.get(index_key), int) else position
+            for position, item in enumerate(items)
+        ]
+        if sorted(places) != list(range(len(items))):
+            raise EmbeddingError(
+                f"{self.service}: the response's vectors have indexes {sorted(places)[:20]}"
+            )
+        ordered = sorted(enumerate(items), key=lambda pair: places[pair[0]])
         vectors = []
         for position, item in ordered:
             vector = item.get("embedding")

@@ -146,6 +146,18 @@ async def test_vectors_of_another_length_are_refused(dashscope_server: DashScope
     assert "dimension" not in dashscope_server.requests[0].body.get("parameters", {})
 
 
+async def test_vectors_whose_indexes_do_not_match_the_inputs_are_refused(
+    dashscope_server: DashScopeServer,
+) -> None:
+    twice_first = [{"text_index": 0, "embedding": [0.0] * 8}] * 2
+    dashscope_server.reply = lambda number, body: Reply(
+        200, {"output": {"embeddings": twice_first}, "usage": {"total_tokens": 2}}
+    )
+    async with make_model(dashscope_server, "text-embedding-v4") as model:
+        with pytest.raises(EmbeddingError, match=r"vectors have indexes \[0, 0\]"):
+            await model(["one", "two"])
+
+
 def test_defaults_and_compatible_mode_urls() -> None:
     model = DashScopeEmbeddingModel(
         credential=DashScopeCredential(api_key=KEY), model="text-embedding-v4", dimensions=1024
