@@ -10,7 +10,10 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
+from _ollama_fake import OllamaServer
 from _postgres import embedded_postgres_server, free_port
+from embedding_http._dashscope_server import DashScopeServer
+from embedding_http._server import EmbeddingServer
 
 from ragflow_config.embedding import HashingEmbeddingModel
 
@@ -126,3 +129,25 @@ def milvus_server_uri() -> Iterator[str]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+# The local fake model servers, each started for one test and stopped after it.
+@pytest.fixture
+def embedding_server() -> Iterator[EmbeddingServer]:
+    """An OpenAI-compatible embeddings server."""
+    with EmbeddingServer() as instance:
+        yield instance
+
+
+@pytest.fixture
+def dashscope_server() -> Iterator[DashScopeServer]:
+    """A server speaking DashScope's native embedding API."""
+    with DashScopeServer() as instance:
+        yield instance
+
+
+@pytest.fixture
+def ollama_server() -> Iterator[OllamaServer]:
+    """A server speaking Ollama's native API."""
+    with OllamaServer() as instance:
+        yield instance

@@ -1,22 +1,12 @@
-"""The HTTP embedding tests' live local servers: OpenAI-compatible and DashScope-native."""
+"""The HTTP embedding tests' OpenAI-compatible server, under the short name they use."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from ._dashscope_server import DashScopeServer
 from ._server import EmbeddingServer
 
 
 @pytest.fixture
-def server() -> Iterator[EmbeddingServer]:
-    with EmbeddingServer() as instance:
-        yield instance
-
-
-@pytest.fixture
-def dashscope_server() -> Iterator[DashScopeServer]:
-    with DashScopeServer() as instance:
-        yield instance
+def server(embedding_server: EmbeddingServer) -> EmbeddingServer:
+    return embedding_server

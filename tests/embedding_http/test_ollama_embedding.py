@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 from _ollama_fake import OllamaServer, Reply, not_pulled
@@ -11,12 +10,6 @@ from _ollama_fake import OllamaServer, Reply, not_pulled
 from ragflow_config import EmbeddingError
 from ragflow_config.credential import OllamaCredential
 from ragflow_config.embedding import EmbeddingUsage, OllamaEmbeddingModel
-
-
-@pytest.fixture
-def ollama_server() -> Iterator[OllamaServer]:
-    with OllamaServer() as instance:
-        yield instance
 
 
 async def test_the_credential_host_is_where_requests_go_without_a_key(

@@ -4,7 +4,6 @@ and AgentScope's OpenAIChatModel name."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from _ollama_fake import OllamaServer, chat_reply, not_pulled
@@ -22,12 +21,6 @@ TOOL = {
         "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
     },
 }
-
-
-@pytest.fixture
-def ollama_server() -> Iterator[OllamaServer]:
-    with OllamaServer() as instance:
-        yield instance
 
 
 async def test_the_credential_host_is_where_requests_go(

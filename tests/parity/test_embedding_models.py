@@ -3,7 +3,6 @@ requests on the wire, the same vectors back, the same token counts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,24 +22,6 @@ import ragflow_config.message as our_messages
 
 KEY = "sk-parity-0123456789"
 TEXTS = [f"passage number {i} about parity" for i in range(13)]
-
-
-@pytest.fixture
-def server() -> Iterator[EmbeddingServer]:
-    with EmbeddingServer() as instance:
-        yield instance
-
-
-@pytest.fixture
-def dashscope_server() -> Iterator[DashScopeServer]:
-    with DashScopeServer() as instance:
-        yield instance
-
-
-@pytest.fixture
-def ollama_server() -> Iterator[OllamaServer]:
-    with OllamaServer() as instance:
-        yield instance
 
 
 def wire(requests: list[Any]) -> list[tuple[str, Any]]:
@@ -74,9 +55,9 @@ def image_blocks(module: Any) -> list[Any]:
     ]
 
 
-async def test_openai(server: EmbeddingServer) -> None:
+async def test_openai(embedding_server: EmbeddingServer) -> None:
     their_model = theirs.OpenAIEmbeddingModel(
-        credential=their_credentials.OpenAICredential(api_key=KEY, base_url=server.url),
+        credential=their_credentials.OpenAICredential(api_key=KEY, base_url=embedding_server.url),
         model="text-embedding-3-small",
         dimensions=8,
     )
@@ -91,10 +72,10 @@ async def test_openai(server: EmbeddingServer) -> None:
         credential=our_credentials.OpenAICredential(api_key=KEY),
         model="text-embedding-3-small",
         dimensions=8,
-        base_url=server.url,
+        base_url=embedding_server.url,
         batch_size=2048,  # AgentScope's fixed batch size for OpenAI
     )
-    assert await assert_same(server, their_call, our_model, TEXTS) == 1
+    assert await assert_same(embedding_server, their_call, our_model, TEXTS) == 1
 
 
 @pytest.fixture

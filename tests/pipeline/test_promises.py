@@ -6,7 +6,6 @@ its promise (issue 27): a guarantee no other test held.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -207,12 +206,6 @@ knowledge_bases:
 MENU = {"menu.md": "Café au lait, crème brûlée.\n", "fox.md": GOOD["fox.md"]}
 
 
-@pytest.fixture
-def server() -> Iterator[EmbeddingServer]:
-    with EmbeddingServer() as instance:
-        yield instance
-
-
 def remote_project(folder: Path, server: EmbeddingServer, model: str, encoding: str) -> Pipeline:
     (folder / "docs").mkdir(exist_ok=True)
     for name, text in MENU.items():
@@ -223,30 +216,30 @@ def remote_project(folder: Path, server: EmbeddingServer, model: str, encoding: 
 
 
 async def test_another_embedding_model_of_the_same_size_reembeds_every_document(
-    tmp_path: Path, server: EmbeddingServer
+    tmp_path: Path, embedding_server: EmbeddingServer
 ) -> None:
-    await remote_project(tmp_path, server, "embed-small", "utf-8").run(options=IN_PROCESS)
-    server.requests.clear()
+    await remote_project(tmp_path, embedding_server, "embed-small", "utf-8").run(options=IN_PROCESS)
+    embedding_server.requests.clear()
 
-    larger = remote_project(tmp_path, server, "embed-large", "utf-8")
+    larger = remote_project(tmp_path, embedding_server, "embed-large", "utf-8")
     [kb] = (await larger.run(options=IN_PROCESS)).knowledge_bases
     assert kb.fingerprint_changes == ["embedding"]
     assert {(c.path, c.action, c.reason) for c in kb.changes} == {
         (name, "update", "pipeline changed: embedding") for name in MENU
     }
-    embedded = [text for seen in server.requests for text in seen.body["input"]]
+    embedded = [text for seen in embedding_server.requests for text in seen.body["input"]]
     assert sorted(embedded) == sorted(text.strip() for text in MENU.values())
-    assert {seen.body["model"] for seen in server.requests} == {"embed-large"}
+    assert {seen.body["model"] for seen in embedding_server.requests} == {"embed-large"}
 
 
 async def test_changed_parser_parameters_reparse_every_document(
-    tmp_path: Path, server: EmbeddingServer
+    tmp_path: Path, embedding_server: EmbeddingServer
 ) -> None:
-    misread = remote_project(tmp_path, server, "embed-small", "latin-1")
+    misread = remote_project(tmp_path, embedding_server, "embed-small", "latin-1")
     await misread.run(options=IN_PROCESS)
     assert (await stored_chunks(misread))["menu.md"] == [(0, "CafÃ© au lait, crÃ¨me brÃ»lÃ©e.")]
 
-    fixed = remote_project(tmp_path, server, "embed-small", "utf-8")
+    fixed = remote_project(tmp_path, embedding_server, "embed-small", "utf-8")
     [kb] = (await fixed.run(options=IN_PROCESS)).knowledge_bases
     assert kb.fingerprint_changes == ["parsers"]
     assert {c.action for c in kb.changes} == {"update"}

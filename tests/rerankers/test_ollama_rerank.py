@@ -3,9 +3,6 @@ model's answer, received through the ``ollama`` package, reorders the hits."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from _ollama_fake import OllamaServer, chat_reply
 
 from ragflow_config.embedding import HashingEmbeddingModel
@@ -21,12 +18,6 @@ from ragflow_config.rag import (
 from ragflow_config.rerankers import LLMReranker
 
 TEXTS = ["cats sleep all day", "cats sleep in the sun", "dogs bark"]
-
-
-@pytest.fixture
-def ollama_server() -> Iterator[OllamaServer]:
-    with OllamaServer() as instance:
-        yield instance
 
 
 async def test_an_ollama_chat_model_reranks(ollama_server: OllamaServer) -> None:
