@@ -317,7 +317,13 @@ class JSONEndpoint(KeyedEndpoint):
         )
 
     async def post(
-        self, path: str, payload: dict[str, Any], *, error: type[RagflowError], max_retries: int
+        self,
+        path: str,
+        payload: dict[str, Any],
+        *,
+        error: type[RagflowError],
+        max_retries: int,
+        retry_delay: float,
     ) -> Any:
         self.refuse_without_key(error)
         headers = (
@@ -334,6 +340,7 @@ class JSONEndpoint(KeyedEndpoint):
                 error=error,
                 headers=headers,
                 max_retries=max_retries,
+                backoff=retry_delay,
             )
         except RagflowError as exc:
             hinted = self.with_key_hint(str(exc))

@@ -91,7 +91,11 @@ class HttpReranker(EndpointOwner, RerankerBase):
             | {"top_n": len(passages)}
         )
         body = await self._endpoint.post(
-            "rerank", payload, error=RerankError, max_retries=p.max_retries
+            "rerank",
+            payload,
+            error=RerankError,
+            max_retries=p.max_retries,
+            retry_delay=p.retry_delay,
         )
         try:
             hits = (

@@ -24,6 +24,7 @@ class RerankServer(JSONServer):
         self.requests: list[Seen] = []
         self.required_key: str | None = None  # answer 401 to a request without this bearer key
         self.drop_last = False  # leave the last passage unscored
+        self.busy = 0  # answer this many requests 503 first
 
     @property
     def root(self) -> str:
@@ -32,6 +33,8 @@ class RerankServer(JSONServer):
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         self.requests.append(Seen(path, headers, body))
+        if len(self.requests) <= self.busy:
+            return Reply(503, error_body("overloaded"))
         if self.required_key and headers.get("authorization") != f"Bearer {self.required_key}":
             return Reply(401, error_body("invalid api key"))
         texts = body["texts"] if "texts" in body else body["documents"]

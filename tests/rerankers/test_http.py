@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from ragflow_config.rerankers import HttpReranker
@@ -97,6 +99,24 @@ async def test_a_response_of_another_shape_is_an_error(server: RerankServer) -> 
     async with HttpReranker(api="tei", base_url=server.url) as reranker:
         with pytest.raises(RerankError, match="unexpected response"):
             await reranker.scores(QUERY, ["a"])
+
+
+async def test_a_busy_server_is_retried_retry_delay_apart(
+    server: RerankServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    sleep = asyncio.sleep
+
+    async def recorded(seconds: float) -> None:
+        waits.append(seconds)
+        await sleep(0)
+
+    monkeypatch.setattr("ragflow_config._http.asyncio.sleep", recorded)
+    server.busy = 2
+    async with HttpReranker(base_url=server.root, retry_delay=0) as reranker:
+        assert await reranker.scores(QUERY, PASSAGES) == [0.0, 3.0, 5.0]
+    assert len(server.requests) == 3
+    assert waits == [0, 0]  # retry_delay 0: no backoff at all
 
 
 async def test_no_passages_means_no_request(server: RerankServer) -> None:
