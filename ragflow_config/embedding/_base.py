@@ -349,15 +349,17 @@ class _Batcher:
         limit = self._model.parameters.max_concurrency
         while self._running < limit and self._waiting:
             batch: list[_Waiting] = []
+            items: list[str | DataBlock] = []  # the batch's inputs, for batch_accepts
             while self._waiting:
                 item, future = self._waiting[0]
                 if future.done():  # its call gave up
                     self._waiting.popleft()
                     continue
                 # A first input always goes, whatever the model's limits say of it alone.
-                if batch and not self._model.batch_accepts([i for i, _ in batch], item):
+                if items and not self._model.batch_accepts(items, item):
                     break
                 batch.append(self._waiting.popleft())
+                items.append(item)
             if batch:
                 self._running += 1
                 task = asyncio.ensure_future(self._run(batch))
