@@ -204,11 +204,7 @@ class DashScopeEmbeddingModel(RemoteEmbeddingModel):
         return await self._call_text(inputs)
 
     async def _call_text(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
-        texts = [item for item in inputs if isinstance(item, str)]
-        if len(texts) != len(inputs):
-            raise UnsupportedInputError(
-                f"{type(self).__name__}: {self.model!r} embeds text only; got a DataBlock"
-            )
+        texts = self._texts(inputs)
         import dashscope
 
         return await self._request(

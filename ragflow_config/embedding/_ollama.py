@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from .._errors import EmbeddingError, UnsupportedInputError
+from .._errors import EmbeddingError
 from .._ollama import REQUIRES, OllamaEndpoint, OllamaParameters, from_credential
 from ..credential import OllamaCredential
 from ..message import DataBlock
@@ -63,9 +63,7 @@ class OllamaEmbeddingModel(RemoteEmbeddingModel):
         return self.parameters.host
 
     async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
-        texts = [item for item in inputs if isinstance(item, str)]
-        if len(texts) != len(inputs):
-            raise UnsupportedInputError(f"{type(self).__name__} embeds text only; got a DataBlock")
+        texts = self._texts(inputs)
         p = self.parameters
         dimensions = p.dimensions if p.send_dimensions else None
         started = time.perf_counter()

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from .._errors import EmbeddingError, UnsupportedInputError
+from .._errors import EmbeddingError
 from .._http import ApiKeyCredential
 from .._openai import REQUIRES, OpenAIEndpoint
 from ..credential import OpenAICredential
@@ -84,9 +84,7 @@ class OpenAICompatibleEmbeddingModel(RemoteEmbeddingModel):
         )
 
     async def _call_api(self, inputs: list[str | DataBlock]) -> EmbeddingResponse:
-        texts = [item for item in inputs if isinstance(item, str)]
-        if len(texts) != len(inputs):
-            raise UnsupportedInputError(f"{type(self).__name__} embeds text only; got a DataBlock")
+        texts = self._texts(inputs)
         p = self.parameters
         request: dict[str, Any] = {"model": p.model, "input": texts, "encoding_format": "float"}
         if p.send_dimensions:

@@ -7,6 +7,7 @@ from typing import ClassVar, Protocol
 
 from pydantic import Field
 
+from .._errors import UnsupportedInputError
 from .._http import EndpointOwner, EndpointParameters
 from ..message import DataBlock
 from ._base import EmbeddingModelBase, EmbeddingParameters
@@ -55,3 +56,12 @@ class RemoteEmbeddingModel(EndpointOwner, EmbeddingModelBase):
 
     async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
         return (await self._call_api(batch)).embeddings
+
+    def _texts(self, inputs: list[str | DataBlock]) -> list[str]:
+        """The batch as texts, for a model or an API that embeds nothing else."""
+        texts = [item for item in inputs if isinstance(item, str)]
+        if len(texts) != len(inputs):
+            raise UnsupportedInputError(
+                f"{type(self).__name__}: {self.model!r} embeds text only; got a DataBlock"
+            )
+        return texts
