@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import secrets
+import stat
 import struct
 import sys
 import time
@@ -174,8 +175,13 @@ class FileEmbeddingCache(EmbeddingCacheBase):
         return vectors
 
     def _store(self, embeddings: list[list[float]], path: Path, overwrite: bool) -> None:
-        if path.exists():
-            if not path.is_file():
+        # One stat, not exists() then is_file(): another process may evict the entry between two.
+        try:
+            mode: int | None = path.stat().st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None:
+            if not stat.S_ISREG(mode):
                 raise RuntimeError(f"{path} exists and is not a regular file")
             if not overwrite:
                 return
