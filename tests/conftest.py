@@ -13,6 +13,7 @@ import pytest
 from _ollama_fake import OllamaServer
 from _postgres import embedded_postgres_server, free_port
 from embedding_http._dashscope_server import DashScopeServer
+from embedding_http._gemini_server import GeminiServer
 from embedding_http._server import EmbeddingServer
 
 from ragflow_config.embedding import HashingEmbeddingModel
@@ -143,6 +144,13 @@ def embedding_server() -> Iterator[EmbeddingServer]:
 def dashscope_server() -> Iterator[DashScopeServer]:
     """A server speaking DashScope's native embedding API."""
     with DashScopeServer() as instance:
+        yield instance
+
+
+@pytest.fixture
+def gemini_server() -> Iterator[GeminiServer]:
+    """A server speaking Gemini's native embedding API."""
+    with GeminiServer() as instance:
         yield instance
 
 

@@ -1,6 +1,7 @@
 """AgentScope's embedding model names: Ollama and Gemini models, the OpenAI alias, usage.
 
-Ollama's requests are tested in test_ollama_embedding.py, against a fake Ollama server.
+Ollama's and Gemini's requests are tested in test_ollama_embedding.py and
+test_gemini_embedding.py, against fake servers speaking their APIs.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from pydantic import ValidationError
 
 from ragflow_config import UnsupportedInputError
 from ragflow_config.credential import (
-    GeminiCredential,
     MissingSecretError,
     OpenAICredential,
 )
@@ -29,23 +29,6 @@ from ragflow_config.pipeline._registry import default_registry
 from ._server import EmbeddingServer
 
 KEY = "gm-test-0123456789"
-
-
-async def test_gemini_sends_its_key_to_the_compatible_api(server: EmbeddingServer) -> None:
-    model = GeminiEmbeddingModel(
-        credential=GeminiCredential(api_key=KEY),
-        model="gemini-embedding-001",
-        dimensions=8,
-        base_url=server.url,
-    )
-    async with model:
-        await model(["hello"])
-    [seen] = server.requests
-    assert seen.headers["authorization"] == f"Bearer {KEY}"
-    assert seen.body["dimensions"] == 8
-    assert GeminiEmbeddingModel.Parameters(model="m", dimensions=8).base_url == (
-        "https://generativelanguage.googleapis.com/v1beta/openai"
-    )
 
 
 def test_gemini_without_a_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,17 +25,20 @@ def test_a_card_has_agentscopes_fields() -> None:
     assert fields(ours.EmbeddingModelCard) == fields(theirs.EmbeddingModelCard)
 
 
-def test_dashscope_lists_every_model_with_agentscopes_card() -> None:
-    """DashScope's class embeds images and video as AgentScope's does, through the same API."""
-    their_cards = [card.model_dump() for card in theirs.DashScopeEmbeddingModel.list_models()]
-    our_cards = [card.model_dump() for card in ours.DashScopeEmbeddingModel.list_models()]
+MULTIMODAL_CLASSES = ["DashScopeEmbeddingModel", "GeminiEmbeddingModel"]
+
+
+@pytest.mark.parametrize("name", MULTIMODAL_CLASSES)
+def test_a_multimodal_class_lists_every_model_with_agentscopes_card(name: str) -> None:
+    """DashScope's and Gemini's classes embed media as AgentScope's do, through the same APIs."""
+    their_cards = [card.model_dump() for card in getattr(theirs, name).list_models()]
+    our_cards = [card.model_dump() for card in getattr(ours, name).list_models()]
     assert sorted(our_cards, key=str) == sorted(their_cards, key=str)
 
 
-@pytest.mark.parametrize("name", [name for name in CLASSES if name != "DashScopeEmbeddingModel"])
+@pytest.mark.parametrize("name", [name for name in CLASSES if name not in MULTIMODAL_CLASSES])
 def test_every_text_model_is_listed_with_agentscopes_card(name: str) -> None:
-    """These classes send text only, so a multimodal model is listed (as text-only) only
-    where the class's API serves it (Gemini's OpenAI-compatible API)."""
+    """These classes send text only, so they list AgentScope's text models only."""
     their_cards = {card.name: card.model_dump() for card in getattr(theirs, name).list_models()}
     our_cards = {card.name: card.model_dump() for card in getattr(ours, name).list_models()}
     text_only = {
