@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import httpx
 from pydantic import Field, SecretStr, field_validator
 
 from .._errors import EmbeddingError, UnsupportedInputError
@@ -231,29 +232,33 @@ class _GeminiEndpoint(KeyedEndpoint):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._clients = PerLoop(self._sdk_client, lambda client: client.aio.aclose())
+        self._clients = PerLoop(self._sdk_client, _close)
 
-    def _sdk_client(self) -> Any:
+    def _sdk_client(self) -> tuple[Any, httpx.AsyncClient]:
         from google import genai
         from google.genai import types
 
-        return genai.Client(
+        # Our own httpx client: else the SDK picks aiohttp when it is installed, whose
+        # errors would not be known here as transient.
+        transport = httpx.AsyncClient(timeout=self._timeout)
+        client = genai.Client(
             # for_model refuses to build without one: GeminiCredential requires its key.
             api_key=(self._api_key or SecretStr("")).get_secret_value(),
             http_options=types.HttpOptions(
                 base_url=self.base_url,
                 timeout=int(self._timeout * 1000),  # milliseconds
                 retry_options=types.HttpRetryOptions(attempts=1),
+                httpx_async_client=transport,
             ),
         )
+        return client, transport
 
     async def call(
         self, model: str, contents: Any, config: Any, *, max_retries: int, retry_delay: float
     ) -> types.EmbedContentResponse:
-        import httpx  # the SDK's HTTP client
         from google.genai import errors
 
-        client = self._clients.get()
+        client, _ = self._clients.get()
 
         async def attempt() -> types.EmbedContentResponse:
             try:
@@ -283,6 +288,12 @@ class _GeminiEndpoint(KeyedEndpoint):
     async def aclose(self) -> None:
         """Close the SDK's client; a later call opens a new one."""
         await self._clients.aclose()
+
+
+async def _close(clients: tuple[Any, httpx.AsyncClient]) -> None:
+    sdk_client, transport = clients
+    await sdk_client.aio.aclose()
+    await transport.aclose()
 
 
 def _retry_after(exc: Any) -> float | None:
