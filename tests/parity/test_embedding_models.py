@@ -14,6 +14,7 @@ import agentscope.embedding as theirs
 import agentscope.message as their_messages
 from _ollama_fake import OllamaServer
 from embedding_http._dashscope_server import DashScopeServer
+from embedding_http._gemini_server import GeminiServer
 from embedding_http._server import EmbeddingServer
 
 import ragflow_config.credential as our_credentials
@@ -29,9 +30,19 @@ def wire(requests: list[Any]) -> list[tuple[str, Any]]:
     return sorted(((seen.path, seen.body) for seen in requests), key=repr)
 
 
-async def assert_same(server: Any, theirs_embed: Any, our_model: Any, our_inputs: list[Any]) -> int:
+async def assert_same(
+    server: Any,
+    theirs_embed: Any,
+    our_model: Any,
+    our_inputs: list[Any],
+    *,
+    tokens_reported: bool = True,
+) -> int:
     """Run AgentScope's call, then ours on the same server: the same requests, vectors and
-    tokens. Returns how many requests each sent."""
+    tokens. Returns how many requests each sent.
+
+    Where the service reports no tokens (``tokens_reported=False``), AgentScope's model
+    says 0 and ours ``None`` (unknown), as the README table says."""
     their_response = await theirs_embed()
     their_wire = wire(server.requests)
     server.requests.clear()
@@ -40,7 +51,10 @@ async def assert_same(server: Any, theirs_embed: Any, our_model: Any, our_inputs
     assert wire(server.requests) == their_wire
     assert our_response.embeddings == their_response.embeddings
     assert our_response.usage is not None and their_response.usage is not None
-    assert our_response.usage.tokens == their_response.usage.tokens
+    if tokens_reported:
+        assert our_response.usage.tokens == their_response.usage.tokens
+    else:
+        assert (our_response.usage.tokens, their_response.usage.tokens) == (None, 0)
     return len(their_wire)
 
 
@@ -118,6 +132,55 @@ async def test_dashscope_multimodal(dashscope_server: DashScopeServer, dashscope
         ["a caption", *image_blocks(our_messages)],
     )
     assert sent == 2  # 5 images at most per request, in both
+
+
+def media_blocks(module: Any) -> list[Any]:
+    """Gemini's inline media: more images than one request takes, a video, audio and a PDF."""
+    media_types = [*["image/png"] * 7, "video/mp4", "audio/mpeg", "application/pdf"]
+    return [
+        module.DataBlock(source=module.Base64Source(data=f"bWVkaWE{i}", media_type=media_type))
+        for i, media_type in enumerate(media_types)
+    ]
+
+
+def gemini_models(
+    model: str, server: GeminiServer, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, Any]:
+    # AgentScope's model takes the SDK's default root, which this variable sets.
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
+    their_model = theirs.GeminiEmbeddingModel(
+        credential=their_credentials.GeminiCredential(api_key=KEY), model=model, dimensions=8
+    )
+    our_model = ours.GeminiEmbeddingModel(
+        credential=our_credentials.GeminiCredential(api_key=KEY),
+        model=model,
+        dimensions=8,
+        base_url=server.url,
+    )
+    return their_model, our_model
+
+
+async def test_gemini_text(gemini_server: GeminiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    their_model, our_model = gemini_models("gemini-embedding-001", gemini_server, monkeypatch)
+    texts = [f"passage {i}" for i in range(150)]
+    sent = await assert_same(
+        gemini_server, lambda: their_model(texts), our_model, texts, tokens_reported=False
+    )
+    assert sent == 2  # batches of 100, in both
+
+
+async def test_gemini_multimodal(
+    gemini_server: GeminiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    their_model, our_model = gemini_models("gemini-embedding-2", gemini_server, monkeypatch)
+    sent = await assert_same(
+        gemini_server,
+        lambda: their_model(["a caption", *media_blocks(their_messages)]),
+        our_model,
+        ["a caption", *media_blocks(our_messages)],
+        tokens_reported=False,
+    )
+    assert sent == 2  # 6 images at most per request, in both
 
 
 async def test_ollama(ollama_server: OllamaServer) -> None:
