@@ -4,6 +4,7 @@ the google-genai SDK."""
 from __future__ import annotations
 
 import base64
+import logging
 
 import pytest
 
@@ -127,18 +128,28 @@ async def test_a_url_source_is_refused_naming_the_block(gemini_server: GeminiSer
     assert gemini_server.requests == []
 
 
-async def test_429_and_5xx_are_retried_with_retry_after(gemini_server: GeminiServer) -> None:
+async def test_429_and_5xx_are_retried_after_the_servers_retry_after(
+    gemini_server: GeminiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = {"Retry-After": "0"}
     failures = {
-        0: Reply(429, gemini_error(429, "RESOURCE_EXHAUSTED", "quota"), {"Retry-After": "0"}),
-        1: Reply(503, gemini_error(503, "UNAVAILABLE", "overloaded")),
+        0: Reply(429, gemini_error(429, "RESOURCE_EXHAUSTED", "quota"), now),
+        1: Reply(503, gemini_error(503, "UNAVAILABLE", "overloaded"), now),
     }
     gemini_server.reply = lambda number, body: failures.get(number)
-    async with make_model(gemini_server, "gemini-embedding-001", max_retries=2) as model:
-        response = await model(["hello"])
+    # A backoff of its own would wait 1 s or more: the server's Retry-After says 0.
+    model = make_model(gemini_server, "gemini-embedding-001", max_retries=2, retry_delay=2.0)
+    with caplog.at_level(logging.WARNING):
+        async with model:
+            response = await model(["hello"])
     assert len(gemini_server.requests) == 3
     assert response.embeddings == [
         gemini_server.vector_for({"parts": [{"text": "hello"}], "role": "user"}, 8)
     ]
+    retries = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
+    assert len(retries) == 2
+    assert all("retrying in 0.0s" in message for message in retries), retries
+    assert "HTTP 429" in retries[0] and "HTTP 503" in retries[1]
 
 
 async def test_retries_stop_at_max_retries_and_name_the_service(
@@ -194,3 +205,17 @@ async def test_an_openai_compatible_base_url_is_read_as_the_native_root(
         await model(["hello"])
     [seen] = gemini_server.requests
     assert seen.path == path("gemini-embedding-001")
+
+
+async def test_a_refused_connection_is_retried_then_named(unused_tcp_port: int) -> None:
+    model = GeminiEmbeddingModel(
+        credential=GeminiCredential(api_key=KEY),
+        model="gemini-embedding-001",
+        dimensions=8,
+        base_url=f"http://127.0.0.1:{unused_tcp_port}",
+        max_retries=1,
+        retry_delay=0.0,
+    )
+    async with model:
+        with pytest.raises(EmbeddingError, match=r"ConnectError.*gave up after 2 attempts"):
+            await model(["hello"])
