@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 
 from .._errors import EmbeddingError, UnsupportedInputError
 from .._http import (
@@ -20,6 +20,7 @@ from .._http import (
     is_transient,
     redact,
     retry_after,
+    unexpected_response,
     with_retries,
 )
 from ..credential import GeminiCredential
@@ -270,6 +271,10 @@ class _GeminiEndpoint(KeyedEndpoint):
                 raise Transient(f"no answer within {self._timeout:g} s (timeout)") from None
             except httpx.TransportError as exc:
                 raise Transient(redact(f"{type(exc).__name__}: {exc}", self.secrets)) from None
+            except ValidationError as exc:
+                raise EmbeddingError(unexpected_response(self.service, exc)) from None
+            except ValueError:  # the SDK's json.loads of the body
+                raise EmbeddingError(f"{self.service}: a response that is not JSON") from None
             except errors.APIError as exc:
                 message = excerpt(exc.details, str(exc.message or ""), self.secrets)
                 problem = f"HTTP {exc.code}: {exc.status}: {message}"

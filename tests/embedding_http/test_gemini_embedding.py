@@ -179,17 +179,23 @@ async def test_a_client_error_is_not_retried(gemini_server: GeminiServer) -> Non
 
 
 @pytest.mark.parametrize(
-    "embeddings",
-    [[{"values": [0.5] * 8}], [{"values": [0.5] * 7}, {"values": [0.5] * 7}]],
-    ids=["one vector for two inputs", "vectors of the wrong length"],
+    ("answer", "problem"),
+    [
+        ({"embeddings": [{"values": [0.5] * 8}]}, "2 texts but the response holds 1 vectors"),
+        ({"embeddings": [{"values": [0.5] * 7}] * 2}, "a vector of 7 dimensions"),
+        ({"embeddings": "none"}, "unexpected response: embeddings"),
+        (b"<html>busy</html>", "not JSON"),
+    ],
+    ids=["one vector for two inputs", "vectors of the wrong length", "no list", "not JSON"],
 )
 async def test_a_bad_answer_is_refused(
-    gemini_server: GeminiServer, embeddings: list[dict[str, object]]
+    gemini_server: GeminiServer, answer: object, problem: str
 ) -> None:
-    gemini_server.reply = lambda number, body: Reply(200, {"embeddings": embeddings})
+    gemini_server.reply = lambda number, body: Reply(200, answer)
     async with make_model(gemini_server, "gemini-embedding-001") as model:
-        with pytest.raises(EmbeddingError, match="Gemini embeddings"):
+        with pytest.raises(EmbeddingError, match="Gemini embeddings") as raised:
             await model(["a", "b"])
+    assert problem in str(raised.value)
 
 
 async def test_an_openai_compatible_base_url_is_read_as_the_native_root(
