@@ -1,16 +1,18 @@
 """A real HTTP server on 127.0.0.1 that speaks Gemini's native embedding API.
 
-``POST /v1beta/models/{model}:batchEmbedContents`` (what the ``google-genai``
+``POST /{version}/models/{model}:batchEmbedContents`` (what the ``google-genai``
 SDK sends for a list of contents) gets one vector per request in
 ``{"embeddings": [{"values": [...]}]}``, each vector a digest of its content
 and as long as the request's ``outputDimensionality`` (8 when absent). Tests
-program failures with ``reply``, as for ``EmbeddingServer``.
+program failures (or slow answers, by their ``delay``) with ``reply``, as for
+``EmbeddingServer``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +46,7 @@ class GeminiServer(JSONServer):
         self.requests.append(Seen(path, headers, body))
         failure = self.reply(number, body)
         if failure is not None:
+            time.sleep(failure.delay)  # a slow server, for the client's timeout
             return failure
         if not path.endswith(":batchEmbedContents"):
             return Reply(404, gemini_error(404, "NOT_FOUND", f"no such path {path}"))

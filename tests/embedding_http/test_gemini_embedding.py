@@ -225,3 +225,13 @@ async def test_a_refused_connection_is_retried_then_named(unused_tcp_port: int) 
     async with model:
         with pytest.raises(EmbeddingError, match=r"ConnectError.*gave up after 2 attempts"):
             await model(["hello"])
+
+
+async def test_a_slow_server_times_out(gemini_server: GeminiServer) -> None:
+    gemini_server.reply = lambda number, body: Reply(200, {"embeddings": []}, delay=2)
+    async with make_model(
+        gemini_server, "gemini-embedding-001", max_retries=1, timeout=0.2
+    ) as model:
+        with pytest.raises(EmbeddingError, match=r"no answer within 0.2 s.*after 2 attempts"):
+            await model(["x"])
+    assert len(gemini_server.requests) == 2
