@@ -277,6 +277,10 @@ async def test_a_document_missing_a_later_chunk_is_repaired_and_whole_again(
         await kb.vector_store.insert(kb.collection, kept)
     expected = summary.chunk_count
 
+    # `plan` names the file to repair, as the run does.
+    plan = (await pipeline.run(options=RunOptions(workers=0, dry_run=True))).knowledge_bases[0]
+    planned = [(c.action, c.path) for c in plan.changes if c.action != "unchanged"]
+    assert planned == [("repair", summary.source)]
     report = (await pipeline.run(options=IN_PROCESS)).knowledge_bases[0]
     [repair] = [c for c in report.changes if c.action != "unchanged"]
     assert (repair.action, repair.path) == ("repair", summary.source)
