@@ -7,6 +7,7 @@ and chat tests each program one (``embedding_http/_server.py``,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
@@ -34,6 +35,13 @@ class Seen:
 def error_body(message: str) -> dict[str, Any]:
     """An error as OpenAI's API words it."""
     return {"error": {"message": message, "type": "invalid_request_error"}}
+
+
+def fake_vector(content: Any, length: int = 8) -> list[float]:
+    """The fake servers' vector for an input: a text's, or a JSON content part's, digest."""
+    key = content if isinstance(content, str) else json.dumps(content, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).digest()
+    return [digest[i % len(digest)] / 255 for i in range(length)]
 
 
 class JSONServer:

@@ -8,13 +8,12 @@ prompt token per word; ``/api/chat`` answers with the next of ``replies``.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _http_fake import JSONServer, Reply, Seen
+from _http_fake import JSONServer, Reply, Seen, fake_vector
 
 __all__ = ["OllamaServer", "Reply", "chat_reply", "not_pulled"]
 
@@ -57,10 +56,7 @@ class OllamaServer(JSONServer):
         """The server's root, as an ``OllamaCredential`` names it."""
         return self.url.removesuffix("/v1")
 
-    @staticmethod
-    def vector_for(text: str, length: int = 8) -> list[float]:
-        digest = hashlib.sha256(text.encode()).digest()
-        return [digest[i % len(digest)] / 255 for i in range(length)]
+    vector_for = staticmethod(fake_vector)
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         with self._lock:

@@ -8,13 +8,11 @@ may list them. Tests program failures with ``reply``, as for ``EmbeddingServer``
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Callable
 from typing import Any
 
-from _http_fake import JSONServer, Reply, Seen
+from _http_fake import JSONServer, Reply, Seen, fake_vector
 
 __all__ = ["DashScopeServer", "Reply", "dashscope_error"]
 
@@ -36,10 +34,7 @@ class DashScopeServer(JSONServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self._http.server_port}/api/v1"
 
-    @staticmethod
-    def vector_for(content: Any, length: int) -> list[float]:
-        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).digest()
-        return [digest[i % len(digest)] / 255 for i in range(length)]
+    vector_for = staticmethod(fake_vector)
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         number = len(self.requests)

@@ -10,13 +10,11 @@ program failures (or slow answers, by their ``delay``) with ``reply``, as for
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _http_fake import JSONServer, Reply, Seen
+from _http_fake import JSONServer, Reply, Seen, fake_vector
 
 __all__ = ["GeminiServer", "Reply", "gemini_error"]
 
@@ -36,10 +34,7 @@ class GeminiServer(JSONServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self._http.server_port}"
 
-    @staticmethod
-    def vector_for(content: Any, length: int) -> list[float]:
-        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).digest()
-        return [digest[i % len(digest)] / 255 for i in range(length)]
+    vector_for = staticmethod(fake_vector)
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         number = len(self.requests)

@@ -6,14 +6,13 @@ that returns a failure to send instead of embeddings, or ``None``.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _http_fake import JSONServer, Reply, Seen, error_body
+from _http_fake import JSONServer, Reply, Seen, error_body, fake_vector
 
 __all__ = ["EmbeddingServer", "Reply", "error_body"]
 
@@ -34,10 +33,7 @@ class EmbeddingServer(JSONServer):
         self._state = threading.Condition()
         self._shuffle = random.Random(7)
 
-    @staticmethod
-    def vector_for(text: str, length: int = 8) -> list[float]:
-        digest = hashlib.sha256(text.encode()).digest()
-        return [digest[i % len(digest)] / 255 for i in range(length)]
+    vector_for = staticmethod(fake_vector)
 
     def answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> Reply:
         with self._state:
