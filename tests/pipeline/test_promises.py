@@ -14,6 +14,7 @@ from embedding_http._server import EmbeddingServer
 from incremental._corpus import write_corpus, write_pipeline
 from incremental.test_incremental import stored_chunks
 
+from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.message import TextBlock
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions
 from ragflow_config.rag import Chunk, QdrantStore, VectorRecord
@@ -244,3 +245,50 @@ async def test_changed_parser_parameters_reparse_every_document(
     assert kb.fingerprint_changes == ["parsers"]
     assert {c.action for c in kb.changes} == {"update"}
     assert (await stored_chunks(fixed))["menu.md"] == [(0, "Café au lait, crème brûlée.")]
+
+
+async def test_two_parts_changed_at_once_are_both_named_on_every_document(
+    tmp_path: Path, embedding_server: EmbeddingServer
+) -> None:
+    await remote_project(tmp_path, embedding_server, "embed-small", "latin-1").run(
+        options=IN_PROCESS
+    )
+    both = remote_project(tmp_path, embedding_server, "embed-large", "utf-8")
+    [kb] = (await both.run(options=IN_PROCESS)).knowledge_bases
+    assert kb.fingerprint_changes == ["embedding", "parsers"]
+    assert {(c.path, c.action, c.reason) for c in kb.changes} == {
+        (name, "update", "pipeline changed: embedding, parsers") for name in MENU
+    }
+
+
+class MirroredHashing(HashingEmbeddingModel):
+    """A plugin's model under the built-in's model name and size, with other vectors:
+    as two providers' clients serving one model name may differ in what they return."""
+
+    embedded: ClassVar[list[str]] = []
+
+    def embed_text(self, text: str) -> list[float]:
+        MirroredHashing.embedded.append(text)
+        return [-x for x in super().embed_text(text)]
+
+
+async def test_another_model_type_of_the_same_name_and_size_reembeds_every_document(
+    tmp_path: Path,
+) -> None:
+    pipeline_file = make_project(tmp_path, broken=False)
+    registry = Registry.from_entry_points()
+    registry.register("embedding", "mirrored_hashing", MirroredHashing)
+    await Pipeline.load(pipeline_file, registry).run(options=IN_PROCESS)
+
+    edit(pipeline_file, "type: hashing", "type: mirrored_hashing")
+    MirroredHashing.embedded = []
+    [kb] = (await Pipeline.load(pipeline_file, registry).run(options=IN_PROCESS)).knowledge_bases
+    assert kb.fingerprint_changes == ["embedding"]
+    assert {(c.path, c.action, c.reason) for c in kb.changes if c.action != "unsupported"} == {
+        (name, "update", "pipeline changed: embedding") for name in GOOD
+    }
+    assert sorted(MirroredHashing.embedded) == sorted(
+        text
+        for chunks in (await stored_chunks(Pipeline.load(pipeline_file, registry))).values()
+        for _, text in chunks
+    )
