@@ -6,6 +6,7 @@ its promise (issue 27): a guarantee no other test held.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,11 +16,12 @@ from incremental._corpus import write_corpus, write_pipeline
 from incremental.test_incremental import stored_chunks
 
 from ragflow_config.embedding import HashingEmbeddingModel
+from ragflow_config.executors import LocalExecutor
 from ragflow_config.message import TextBlock
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions
 from ragflow_config.rag import Chunk, QdrantStore, VectorRecord
 
-from .test_run import GOOD, actions, make_project
+from .test_run import GOOD, UNSUPPORTED, actions, make_project
 
 IN_PROCESS = RunOptions(workers=0)
 Seen = tuple[str, list[tuple[int, dict[str, Any]]]]  # document id, (chunk_index, ragflow state)
@@ -292,3 +294,26 @@ async def test_another_model_type_of_the_same_name_and_size_reembeds_every_docum
         for chunks in (await stored_chunks(Pipeline.load(pipeline_file, registry))).values()
         for _, text in chunks
     )
+
+
+class UnstartableExecutor(LocalExecutor):
+    """The pipeline file's executor, which a run naming another must leave alone."""
+
+    def start(self, plans: Sequence[Any], workers: int | None) -> None:
+        raise AssertionError("the pipeline's own executor started")
+
+
+async def test_the_executor_a_run_names_replaces_the_pipeline_s_execution_block(
+    tmp_path: Path,
+) -> None:
+    pipeline_file = make_project(tmp_path, broken=False)
+    with pipeline_file.open("a", encoding="utf-8") as appended:
+        appended.write("execution: {type: unstartable}\n")
+    registry = Registry.from_entry_points()
+    registry.register("executor", "unstartable", UnstartableExecutor)
+    pipeline = Pipeline.load(pipeline_file, registry)
+
+    report = await pipeline.run(options=RunOptions(executor="local", workers=0))
+    assert actions(report) == {**dict.fromkeys(GOOD, "add"), UNSUPPORTED: "unsupported"}
+    with pytest.raises(AssertionError, match="own executor started"):
+        await pipeline.run(options=IN_PROCESS)
