@@ -91,13 +91,19 @@ def test_ctrl_c_ends_a_run_with_one_line_saying_how_far_it_got(tmp_path: Path) -
     pipeline = project(tmp_path)
     for i in range(2000):  # enough that the run is still going when the signal comes
         (tmp_path / "docs" / "red" / f"n{i}.md").write_text(f"Note {i}. " * 200)
-    run = subprocess.Popen(
-        [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # Ctrl-C reaches the whole group: the parser processes too
-    )
+    # The command as a terminal starts it: an ignored SIGINT stays ignored across exec
+    # (under nohup, `&` in a script, mutmut's runner), a handled one is reset to the default.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "ragflow_config.cli", "run", str(pipeline)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # Ctrl-C reaches the whole group: the parser processes too
+        )
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     assert run.stderr is not None
     first = run.stderr.readline()  # the first file written: the run is under way
     assert first.startswith("notes: add "), first
