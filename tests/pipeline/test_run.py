@@ -289,6 +289,9 @@ async def test_a_file_gone_since_it_was_listed_fails_alone_and_keeps_its_stored_
     assert set(after) == set(before)
     for path in failed:
         assert after[path].metadata == before[path].metadata  # the old version, untouched
+    # Each row names the stored document it leaves alone (what `run --json` prints).
+    ids = {c.path: c.document_id for c in kb.changes if c.action == "unreadable"}
+    assert ids == {path: after[path].document_id for path in failed}
 
 
 async def test_on_error_fail_stops_at_the_first_failure(tmp_path: Path) -> None:
