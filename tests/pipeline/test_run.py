@@ -469,3 +469,14 @@ async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes
             assert outcome[1] is not None and len(outcome[1]) == 1
     assert after[1] is not None  # new processes took over
     assert "a parser process died; starting new ones" in caplog.text
+
+
+def test_a_report_as_json_gives_its_seconds_to_the_millisecond() -> None:
+    # What `run --json` prints: a duration to read, not float noise; built here, not timed.
+    report = RunReport([], seconds=12.34567, dry_run=False)
+    assert report.as_dict() == {
+        "dry_run": False,
+        "seconds": 12.346,
+        "failed": False,
+        "knowledge_bases": [],
+    }
