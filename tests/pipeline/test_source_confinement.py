@@ -131,6 +131,36 @@ def test_a_file_swapped_after_discovery_for_a_fifo_or_a_link_outside_is_not_read
         fox.read()
 
 
+async def test_a_file_swapped_for_a_link_outside_during_a_run_fails_alone_and_keeps_its_version(
+    project: Path,
+) -> None:
+    pipeline = Pipeline.load(write_pipeline(project / "pipeline.yaml", "{path: docs}"))
+    await pipeline.run(options=RunOptions(workers=0))
+    async with pipeline.build() as built:
+        [stored] = await built.knowledge_base("docs").list_documents()
+    fox = project / "docs" / "fox.md"
+
+    def swap(kb: str, files: int) -> None:  # listed, not yet read: a checkout moving under a run
+        fox.unlink()
+        fox.symlink_to(project.parent / "outside" / "secrets.md")
+
+    report = await pipeline.run(options=RunOptions(workers=0, files_found=swap))
+
+    [change] = report.knowledge_bases[0].changes
+    assert (change.action, change.path, change.document_id) == (
+        "unreadable",
+        "fox.md",
+        stored.document_id,
+    )
+    assert change.reason.startswith("cannot read the file: it now leads to ")
+    assert change.reason.endswith(f"secrets.md, outside {project.resolve()}")
+    async with pipeline.build() as built:
+        kb = built.knowledge_base("docs")
+        assert await kb.list_documents() == [stored]  # the old version, untouched
+        chunks = await kb.list_chunks(stored.document_id, limit=100)
+    assert [chunk.content.text for chunk in chunks] == [FOX.strip()]
+
+
 async def test_symlinks_within_the_tree_are_followed_once(project: Path) -> None:
     (project / "shared").mkdir()
     (project / "shared" / "owl.md").write_text("# Owls\n\nOwls hunt at night.\n", "utf-8")
