@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,3 +146,65 @@ def test_a_file_without_middlewares_says_how_to_add_one(
         f"error: {pipeline}: chat answers through the file's `middlewares`; add one, "
         "e.g. {type: rag, knowledge_bases: [...], parameters: {mode: agentic}}\n"
     )
+
+
+class _Terminal(io.StringIO):
+    """Questions typed at a terminal: Ctrl-D (end of input) ends the session."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class _Pipe(io.StringIO):
+    """Standard output as a program reading it through a pipe sees it: what was flushed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def flush(self) -> None:
+        self.seen.append(self.getvalue())
+
+
+def test_on_a_terminal_chat_prompts_for_each_question_until_ctrl_d(
+    tmp_path: Path,
+    server: ChatServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipeline = project(tmp_path, server.url, "static")
+    server.replies += [
+        completion("12 to 16 hours [cats.md]."),
+        completion("The postman [dogs.md]."),
+    ]
+    typed = "How long do cats sleep?\n   \nWho do dogs bark at?\n"
+    monkeypatch.setattr("sys.stdin", _Terminal(typed))
+    capsys.readouterr()
+
+    assert main(["chat", str(pipeline)]) == 0
+
+    assert capsys.readouterr().out == (
+        "you> 12 to 16 hours [cats.md].\nyou> you> The postman [dogs.md].\nyou> "
+    )
+    first, second = (json.dumps(request.body["messages"]) for request in server.requests)
+    assert "How long do cats sleep?" in first and "Who do dogs bark at?" not in first
+    assert "Who do dogs bark at?" in second  # the blank line was no question
+
+
+def test_each_answer_reaches_a_pipe_as_soon_as_it_is_given(
+    tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path, server.url, "static")
+    server.replies += [
+        completion("12 to 16 hours [cats.md]."),
+        completion("The postman [dogs.md]."),
+    ]
+    monkeypatch.setattr("sys.stdin", io.StringIO("How long do cats sleep?\nWho do dogs bark at?\n"))
+    out = _Pipe()
+    monkeypatch.setattr("sys.stdout", out)
+
+    assert main(["chat", str(pipeline)]) == 0
+
+    # A program asking through a pipe reads each answer before it sends the next question.
+    first = "12 to 16 hours [cats.md].\n"
+    assert out.seen[:2] == [first, first + "The postman [dogs.md].\n"]
