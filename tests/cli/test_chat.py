@@ -13,6 +13,8 @@ from model._server import ChatServer, completion, tool_call
 from ragflow_config.cli import main
 from ragflow_config.cli._chat_command import SYSTEM_PROMPT
 
+from ._terminal import Terminal
+
 PIPELINE = """\
 version: 1
 vector_stores:
@@ -148,13 +150,6 @@ def test_a_file_without_middlewares_says_how_to_add_one(
     )
 
 
-class _Terminal(io.StringIO):
-    """Questions typed at a terminal: Ctrl-D (end of input) ends the session."""
-
-    def isatty(self) -> bool:
-        return True
-
-
 class _Pipe(io.StringIO):
     """Standard output as a program reading it through a pipe sees it: what was flushed."""
 
@@ -178,7 +173,7 @@ def test_on_a_terminal_chat_prompts_for_each_question_until_ctrl_d(
         completion("The postman [dogs.md]."),
     ]
     typed = "How long do cats sleep?\n   \nWho do dogs bark at?\n"
-    monkeypatch.setattr("sys.stdin", _Terminal(typed))
+    monkeypatch.setattr("sys.stdin", Terminal(typed))
     capsys.readouterr()
 
     assert main(["chat", str(pipeline)]) == 0

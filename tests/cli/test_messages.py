@@ -6,7 +6,6 @@ test failed on the mutants `bench/mutation.md` lists beside it.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from ragflow_config.cli import main
 
+from ._terminal import Terminal
 from .test_kb_commands import output_of, project
 
 
@@ -132,18 +132,11 @@ def test_an_unknown_executor_is_an_error_naming_the_registered_ones(
     )
 
 
-class _Terminal(io.StringIO):
-    """A stderr that says it is a terminal, as the live display needs."""
-
-    def isatty(self) -> bool:
-        return True
-
-
 def test_on_a_terminal_run_shows_each_knowledge_base_s_files_of_its_total(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pipeline = project(tmp_path)
-    terminal = _Terminal()
+    terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     monkeypatch.setenv("COLUMNS", "200")  # the whole line, not an ellipsis
     assert main(["run", str(pipeline), "--workers", "0"]) == 0

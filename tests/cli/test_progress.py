@@ -16,12 +16,8 @@ from ragflow_config.cli import main
 from ragflow_config.cli._progress import Progress
 from ragflow_config.pipeline import Change, Pipeline, RunOptions
 
+from ._terminal import Terminal
 from .test_kb_commands import project
-
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 class CtrlCAfterFirstFile(io.StringIO):

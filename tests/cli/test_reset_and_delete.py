@@ -15,14 +15,8 @@ from pipeline.test_tenants import listing, tenant
 
 from ragflow_config.cli import main
 
+from ._terminal import Terminal
 from .test_kb_commands import output_of, project
-
-
-class Terminal(io.StringIO):
-    """A user at a terminal who types ``answer``."""
-
-    def isatty(self) -> bool:
-        return True
 
 
 def reset_answering(pipeline: Path, kb: str, answer: str, monkeypatch: pytest.MonkeyPatch) -> int:
