@@ -172,8 +172,12 @@ async def test_mass_deletion_is_refused_without_force(
     await pipeline.run(options=IN_PROCESS)
     for path in sorted(corpus.rglob("*.md"))[:10]:  # a third of the files
         path.unlink()
-    with pytest.raises(RunRefused, match=r"10 of 30 documents"):
+    with pytest.raises(RunRefused) as refused:
         await pipeline.run(options=IN_PROCESS)
+    assert str(refused.value) == (
+        "docs: the run would delete 10 of 30 documents (33%, more than max_delete_fraction 20%); "
+        "check the sources (a moved folder or an empty checkout?) or pass --force"
+    )
     assert len(await stored_chunks(pipeline)) == 30  # refused before writing anything
     report = (await pipeline.run(options=RunOptions(workers=0, force=True))).knowledge_bases[0]
     assert report.count("delete") == 10

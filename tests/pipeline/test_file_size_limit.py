@@ -30,6 +30,26 @@ async def test_a_file_over_max_file_bytes_is_skipped_with_its_size(tmp_path: Pat
     assert not report.failed
 
 
+async def test_a_file_past_the_inline_read_size_is_read_and_indexed_whole(tmp_path: Path) -> None:
+    # Files over 1 MiB are read off the event loop, in a thread: the same bytes, indexed.
+    path = make_project(tmp_path, broken=False)
+    large_chunks = path.read_text().replace("chunk_size: 32, overlap: 4", "chunk_size: 8000")
+    path.write_text(large_chunks, encoding="utf-8")
+    lines = [f"Line {i} of the long log.\n" for i in range(60_000)]
+    (tmp_path / "docs" / "long.log.txt").write_text("".join(lines), encoding="utf-8")
+    assert (tmp_path / "docs" / "long.log.txt").stat().st_size > 1 << 20
+    pipeline = Pipeline.load(path)
+
+    report = await pipeline.run(options=RunOptions(workers=0))
+
+    assert actions(report)["long.log.txt"] == "add"
+    summary = (await documents(pipeline))["long.log.txt"]
+    async with pipeline.build() as built:
+        chunks = await built.knowledge_base("docs").list_chunks(summary.document_id, limit=100_000)
+    text = " ".join(chunk.content.text for chunk in chunks)  # type: ignore[union-attr]
+    assert "Line 0 of the long log." in text and "Line 59999 of the long log." in text
+
+
 async def test_a_parser_process_leaves_a_document_of_many_batches_to_be_embedded_batchwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

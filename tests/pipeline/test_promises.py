@@ -18,7 +18,7 @@ from incremental.test_incremental import stored_chunks
 from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.executors import LocalExecutor
 from ragflow_config.message import TextBlock
-from ragflow_config.pipeline import Pipeline, Registry, RunOptions
+from ragflow_config.pipeline import Pipeline, Registry, RunOptions, RunRefused
 from ragflow_config.rag import Chunk, QdrantStore, VectorRecord
 
 from .test_run import GOOD, UNSUPPORTED, actions, make_project
@@ -256,6 +256,12 @@ async def test_two_parts_changed_at_once_are_both_named_on_every_document(
         options=IN_PROCESS
     )
     both = remote_project(tmp_path, embedding_server, "embed-large", "utf-8")
+    with pytest.raises(RunRefused) as refused:
+        await both.run(options=RunOptions(workers=0, on_fingerprint_change="refuse"))
+    assert str(refused.value) == (
+        "docs: the pipeline changed what produces the vectors (embedding, parsers); "
+        "re-run without --refuse-on-fingerprint-change to re-index every document"
+    )
     [kb] = (await both.run(options=IN_PROCESS)).knowledge_bases
     assert kb.fingerprint_changes == ["embedding", "parsers"]
     assert {(c.path, c.action, c.reason) for c in kb.changes} == {

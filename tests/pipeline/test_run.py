@@ -480,3 +480,13 @@ def test_a_report_as_json_gives_its_seconds_to_the_millisecond() -> None:
         "failed": False,
         "knowledge_bases": [],
     }
+
+
+async def test_a_run_stores_each_file_under_the_id_earlier_versions_gave_it(tmp_path: Path) -> None:
+    # The id of knowledge base `docs`, source `docs`, file guide/sorting.txt since 1c0d2dd
+    # (2026): another id would make the first run after an upgrade add every file anew
+    # beside (or, with prune, in place of) the documents already stored.
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    await pipeline.run(options=RunOptions(workers=0))
+    stored = await documents(pipeline)
+    assert stored["guide/sorting.txt"].document_id == "2cc366600917577ea030b3fa897cc533"
