@@ -30,6 +30,26 @@ async def test_a_file_over_max_file_bytes_is_skipped_with_its_size(tmp_path: Pat
     assert not report.failed
 
 
+async def test_files_over_the_limit_in_a_row_are_skipped_alone_and_one_at_it_is_indexed(
+    tmp_path: Path,
+) -> None:
+    path = make_project(tmp_path, broken=False)
+    path.write_text(path.read_text() + "    max_file_bytes: 1000\n", encoding="utf-8")
+    # More files over the limit than the run has files in flight, listed first.
+    for i in range(6):
+        (tmp_path / "docs" / f"a-huge-{i}.txt").write_text("x " * 600, encoding="utf-8")
+    (tmp_path / "docs" / "at-limit.txt").write_text("word " * 200, encoding="utf-8")
+    pipeline = Pipeline.load(path)
+
+    report = await pipeline.run(options=RunOptions(workers=0))
+
+    found = actions(report)
+    assert {name: found.pop(name) for name in list(found) if "huge" in name} == {
+        f"a-huge-{i}.txt": "unsupported" for i in range(6)
+    }
+    assert found == {**dict.fromkeys(GOOD, "add"), "at-limit.txt": "add", "logo.bin": "unsupported"}
+
+
 async def test_a_file_past_the_inline_read_size_is_read_and_indexed_whole(tmp_path: Path) -> None:
     # Files over 1 MiB are read off the event loop, in a thread: the same bytes, indexed.
     path = make_project(tmp_path, broken=False)
