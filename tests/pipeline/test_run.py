@@ -12,15 +12,23 @@ import pickle
 import shutil
 import signal
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from ragflow_config import ParserError
+from ragflow_config import ParserError, VectorStoreError
 from ragflow_config.cli import main
 from ragflow_config.executors.local import ParserProcesses, _prepare_many
-from ragflow_config.pipeline import Change, Pipeline, RunOptions, RunReport
+from ragflow_config.pipeline import Change, Pipeline, Registry, RunOptions, RunReport
 from ragflow_config.pipeline._run import _Ahead
-from ragflow_config.rag import ApproxTokenChunker, DocumentSummary, Section, TextParser
+from ragflow_config.rag import (
+    ApproxTokenChunker,
+    DocumentSummary,
+    QdrantStore,
+    Section,
+    TextParser,
+    VectorRecord,
+)
 
 from .conftest import FILES
 
@@ -310,7 +318,38 @@ async def test_on_error_fail_stops_at_the_first_failure(tmp_path: Path) -> None:
     assert kb.count("failed") == 1
     total = len(GOOD) + len(many) + 1
     assert len(kb.changes) < total  # files after the failure were never processed
+    # The files in flight were cancelled and waited for: nothing of the run goes on after it.
+    assert asyncio.all_tasks() == {asyncio.current_task()}
     assert len(await documents(pipeline)) < len(GOOD) + len(many)
+
+
+class DiskFillingQdrant(QdrantStore):
+    """Local Qdrant whose disk is full from the fourth write on."""
+
+    writes: ClassVar[int] = 0
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        DiskFillingQdrant.writes += 1
+        if DiskFillingQdrant.writes >= 4:
+            raise VectorStoreError("disk-filling qdrant", "the disk is full")
+        await super().insert(collection, records)
+
+
+async def test_a_store_failure_ends_the_run_with_its_error_and_nothing_left_running(
+    tmp_path: Path,
+) -> None:
+    path = make_project(tmp_path, broken=False)
+    path.write_text(path.read_text().replace("type: qdrant", "type: disk_filling_qdrant"))
+    for i in range(12):
+        (tmp_path / "docs" / f"note{i}.txt").write_text(f"note number {i}\n", encoding="utf-8")
+    registry = Registry.from_entry_points()
+    registry.register("vector_store", "disk_filling_qdrant", DiskFillingQdrant)
+    DiskFillingQdrant.writes = 0
+
+    with pytest.raises(VectorStoreError, match="the disk is full"):
+        await Pipeline.load(path, registry).run(options=RunOptions(workers=0))
+    # The other files in flight were cancelled and waited for, not left to write later.
+    assert asyncio.all_tasks() == {asyncio.current_task()}
 
 
 def test_the_cli_runs_searches_and_reports_json(
