@@ -21,7 +21,7 @@ from ragflow_config.message import TextBlock
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions, RunRefused
 from ragflow_config.rag import Chunk, QdrantStore, VectorRecord
 
-from .test_run import GOOD, UNSUPPORTED, actions, make_project
+from .test_run import GOOD, UNSUPPORTED, actions, documents, make_project
 
 IN_PROCESS = RunOptions(workers=0)
 Seen = tuple[str, list[tuple[int, dict[str, Any]]]]  # document id, (chunk_index, ragflow state)
@@ -180,12 +180,17 @@ async def test_with_prune_off_by_default_a_gone_file_keeps_its_document(tmp_path
     pipeline = Pipeline.load(make_project(tmp_path, broken=False))  # the file sets no `prune`
     await pipeline.run(options=IN_PROCESS)
     before = await stored_chunks(pipeline)
+    stored = (await documents(pipeline))["guide/sorting.txt"]
     (tmp_path / "docs" / "guide" / "sorting.txt").unlink()
 
     for options in (RunOptions(workers=0, dry_run=True), IN_PROCESS):
         report = await pipeline.run(options=options)
         [change] = [c for c in report.knowledge_bases[0].changes if c.path == "guide/sorting.txt"]
-        assert (change.action, change.reason) == ("keep", "source file is gone; prune is off")
+        assert (change.action, change.reason, change.document_id) == (
+            "keep",
+            "source file is gone; prune is off",
+            stored.document_id,
+        )
         assert not report.pending
     assert await stored_chunks(pipeline) == before
 

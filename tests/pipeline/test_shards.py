@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from incremental._corpus import write_corpus, write_pipeline
@@ -18,9 +19,20 @@ def run(pipeline: Path, *flags: str) -> int:
     return main(["run", str(pipeline), "--workers", "0", "--json", *flags])
 
 
-def changes(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+def rows(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     [kb] = json.loads(capsys.readouterr().out)["knowledge_bases"]
-    return {change["path"]: change["action"] for change in kb["changes"]}
+    return list(kb["changes"])
+
+
+def changes(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    return {change["path"]: change["action"] for change in rows(capsys)}
+
+
+async def document_ids(pipeline: Path) -> dict[str, str]:
+    async with Pipeline.load(pipeline).build() as built:
+        return {
+            s.source: s.document_id for s in await built.knowledge_base("docs").list_documents()
+        }
 
 
 def test_shards_index_every_file_once_and_together_equal_one_run(
@@ -57,21 +69,27 @@ def test_shards_leave_gone_files_to_the_prune_only_step_and_its_guard(
     )
     assert run(pipeline) == 0
     gone = files[:4]  # 20 %: more than max_delete_fraction
+    ids = asyncio.run(document_ids(pipeline))
     for relative in gone:
         (corpus / relative).unlink()
     capsys.readouterr()
 
-    kept: list[str] = []
+    kept: list[dict[str, Any]] = []
     for index in (1, 2):
         assert run(pipeline, "--shard", f"{index}/2") == 0  # the guard is not a shard's business
-        kept += [path for path, action in changes(capsys).items() if action == "keep"]
-    assert sorted(kept) == gone  # each gone file reported once, by its own shard
+        kept += [row for row in rows(capsys) if row["action"] == "keep"]
+    # Each gone file reported once, by its own shard, naming its document and why it stays.
+    assert sorted((row["path"], row["document_id"], row["reason"]) for row in kept) == [
+        (path, ids[path], "source file is gone; a shard leaves pruning to `run --prune-only`")
+        for path in gone
+    ]
     assert len(asyncio.run(stored_chunks(Pipeline.load(pipeline)))) == len(files)
 
     assert run(pipeline, "--prune-only") == 1  # 4 of 20: the guard refuses
     capsys.readouterr()
     assert run(pipeline, "--prune-only", "--force") == 0
-    assert changes(capsys) == dict.fromkeys(gone, "delete")  # and no file is indexed again
+    deleted = sorted((row["path"], row["action"], row["document_id"]) for row in rows(capsys))
+    assert deleted == [(path, "delete", ids[path]) for path in gone]  # and nothing indexed again
     stored = asyncio.run(stored_chunks(Pipeline.load(pipeline)))
     assert sorted(stored) == files[4:]
 
