@@ -21,6 +21,7 @@ from ragflow_config.cli import main
 from ragflow_config.executors.local import ParserProcesses, _prepare_many
 from ragflow_config.pipeline import Change, Pipeline, Registry, RunOptions, RunReport
 from ragflow_config.pipeline._run import _Ahead
+from ragflow_config.pipeline._sources import document_id
 from ragflow_config.rag import (
     ApproxTokenChunker,
     DocumentSummary,
@@ -525,7 +526,34 @@ async def test_a_run_stores_each_file_under_the_id_earlier_versions_gave_it(tmp_
     # The id of knowledge base `docs`, source `docs`, file guide/sorting.txt since 1c0d2dd
     # (2026): another id would make the first run after an upgrade add every file anew
     # beside (or, with prune, in place of) the documents already stored.
-    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    pipeline = Pipeline.load(make_project(tmp_path))
     await pipeline.run(options=RunOptions(workers=0))
     stored = await documents(pipeline)
     assert stored["guide/sorting.txt"].document_id == "2cc366600917577ea030b3fa897cc533"
+
+    # Every row names its file's document, whatever becomes of the file.
+    [kb] = (await pipeline.run(options=RunOptions(workers=0))).knowledge_bases
+    assert {c.path: (c.action, c.document_id) for c in kb.changes} == {
+        path: (action, document_id("docs", "docs", path))
+        for path, action in {
+            **dict.fromkeys(GOOD, "unchanged"),
+            UNSUPPORTED: "unsupported",
+            BROKEN: "failed",
+        }.items()
+    }
+
+
+async def test_a_file_of_a_known_type_no_parser_of_the_pipeline_reads_is_unsupported(
+    tmp_path: Path,
+) -> None:
+    path = make_project(tmp_path, broken=False)
+    path.write_text(
+        path.read_text().replace("    chunker:", "    parsers: [{type: text}]\n    chunker:")
+    )
+    (tmp_path / "docs" / "slides.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    pipeline = Pipeline.load(path)
+
+    [kb] = (await pipeline.run(options=RunOptions(workers=0))).knowledge_bases
+
+    [change] = [c for c in kb.changes if c.path == "slides.pdf"]
+    assert (change.action, change.reason) == ("unsupported", "no parser for application/pdf")
