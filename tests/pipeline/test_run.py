@@ -462,6 +462,37 @@ def test_an_error_that_cannot_travel_back_from_a_process_is_reported_by_name() -
     assert ok and [c.content.text for c in prepared[0]] == ["fine"]
 
 
+class BuggyTextParser(TextParser):
+    """A plugin parser with a bug of its own on ``bug.txt``: not a ParserError."""
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        if filename == "bug.txt":
+            raise KeyError("page")
+        return await super().parse(file, filename)
+
+
+async def test_a_parser_s_own_bug_fails_its_file_alone_in_process_too(tmp_path: Path) -> None:
+    path = make_project(tmp_path, broken=False)
+    path.write_text(
+        path.read_text().replace("    chunker:", "    parsers: [{type: buggy}]\n    chunker:")
+    )
+    (tmp_path / "docs" / "bug.txt").write_text("a file the parser trips on\n", encoding="utf-8")
+    registry = Registry.from_entry_points()
+    registry.register("parser", "buggy", BuggyTextParser)
+
+    report = await Pipeline.load(path, registry).run(options=RunOptions(workers=0))
+
+    [kb] = report.knowledge_bases
+    [failed] = [c for c in kb.changes if c.failed]
+    assert (failed.action, failed.path, failed.document_id, failed.reason) == (
+        "failed",
+        "bug.txt",
+        document_id("docs", "docs", "bug.txt"),
+        "KeyError: 'page'",
+    )
+    assert {c.path: c.action for c in kb.changes if c.path in GOOD} == dict.fromkeys(GOOD, "add")
+
+
 class CrashingTextParser(TextParser):
     """Kills the parser process on ``crash.txt``, as a segfaulting C library would."""
 
@@ -527,6 +558,7 @@ async def test_a_run_stores_each_file_under_the_id_earlier_versions_gave_it(tmp_
     # (2026): another id would make the first run after an upgrade add every file anew
     # beside (or, with prune, in place of) the documents already stored.
     pipeline = Pipeline.load(make_project(tmp_path))
+    (tmp_path / "docs" / "blank.txt").write_text("\n\n", encoding="utf-8")
     await pipeline.run(options=RunOptions(workers=0))
     stored = await documents(pipeline)
     assert stored["guide/sorting.txt"].document_id == "2cc366600917577ea030b3fa897cc533"
@@ -539,6 +571,7 @@ async def test_a_run_stores_each_file_under_the_id_earlier_versions_gave_it(tmp_
             **dict.fromkeys(GOOD, "unchanged"),
             UNSUPPORTED: "unsupported",
             BROKEN: "failed",
+            "blank.txt": "empty",
         }.items()
     }
 
