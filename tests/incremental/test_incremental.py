@@ -232,7 +232,15 @@ async def test_chunk_0_holds_the_state_and_the_others_its_revision(
     state = chunks[0].metadata["ragflow"]
     assert state == summary.metadata["ragflow"]
     assert state["chunks"] == len(chunks) == summary.chunk_count > 2
-    assert set(state) >= {"path", "content_hash", "fingerprint", "revision"}
+    # What `list --json` shows of each document, and what the next run decides by.
+    assert set(state) == {
+        *("path", "source", "content_hash", "media_type", "size_bytes"),
+        *("revision", "chunks", "fingerprint"),
+    }
+    assert (state["media_type"], state["size_bytes"]) == (
+        "text/markdown",
+        (corpus / state["path"]).stat().st_size,
+    )
     assert [c.metadata["ragflow"] for c in chunks[1:]] == [{"revision": state["revision"]}] * (
         len(chunks) - 1
     )
