@@ -145,6 +145,28 @@ async def test_shrunk_document_leaves_no_old_chunks(
     }
 
 
+async def test_a_document_emptied_in_its_file_leaves_nothing_behind(
+    tmp_path: Path, corpus: Path, registry: Registry
+) -> None:
+    pipeline = counting_pipeline(tmp_path, corpus, registry)
+    await pipeline.run(options=IN_PROCESS)
+    before = await stored_chunks(pipeline)
+    one_chunk = min(before, key=lambda source: len(before[source]))
+    several = max(before, key=lambda source: len(before[source]))
+    assert len(before[one_chunk]) == 1 and len(before[several]) > 2
+    for source in (one_chunk, several):
+        (corpus / source).write_text("\n\n", encoding="utf-8")
+
+    [kb] = (await pipeline.run(options=IN_PROCESS)).knowledge_bases
+
+    assert {(c.path, c.action, c.chunks) for c in kb.changes if c.action != "unchanged"} == {
+        (one_chunk, "update", 0),
+        (several, "update", 0),
+    }
+    after = await stored_chunks(pipeline)
+    assert after == {k: v for k, v in before.items() if k not in (one_chunk, several)}
+
+
 async def test_chunk_size_change_reindexes_everything(
     tmp_path: Path, corpus: Path, registry: Registry
 ) -> None:
