@@ -167,6 +167,25 @@ async def test_a_document_emptied_in_its_file_leaves_nothing_behind(
     assert after == {k: v for k, v in before.items() if k not in (one_chunk, several)}
 
 
+async def test_editing_one_of_two_identical_files_leaves_the_other_whole(
+    tmp_path: Path, corpus: Path, registry: Registry
+) -> None:
+    pipeline = counting_pipeline(tmp_path, corpus, registry)
+    longest = max(sorted(corpus.rglob("*.md")), key=lambda path: path.stat().st_size)
+    longest_source = longest.relative_to(corpus).as_posix()
+    (corpus / "copy.md").write_text(longest.read_text(encoding="utf-8"), "utf-8")
+    await pipeline.run(options=IN_PROCESS)  # the same content: the same revision, twice
+    before = await stored_chunks(pipeline)
+    assert before["copy.md"] == before[longest_source] and len(before["copy.md"]) > 2
+    longest.write_text(longest.read_text(encoding="utf-8") + "\n\nOne more line.\n", "utf-8")
+
+    await pipeline.run(options=IN_PROCESS)
+
+    assert (await stored_chunks(pipeline))["copy.md"] == before["copy.md"]
+    [kb] = (await pipeline.run(options=RunOptions(workers=0, dry_run=True))).knowledge_bases
+    assert not kb.pending  # nothing for the next run to repair
+
+
 async def test_chunk_size_change_reindexes_everything(
     tmp_path: Path, corpus: Path, registry: Registry
 ) -> None:

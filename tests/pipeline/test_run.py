@@ -17,6 +17,7 @@ from typing import ClassVar
 import pytest
 
 from ragflow_config import ParserError, VectorStoreError
+from ragflow_config._errors import UnstorableDocumentError
 from ragflow_config.cli import main
 from ragflow_config.executors.local import ParserProcesses, _prepare_many
 from ragflow_config.pipeline import Change, Pipeline, Registry, RunOptions, RunReport
@@ -351,6 +352,33 @@ async def test_a_store_failure_ends_the_run_with_its_error_and_nothing_left_runn
         await Pipeline.load(path, registry).run(options=RunOptions(workers=0))
     # The other files in flight were cancelled and waited for, not left to write later.
     assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+class PickyQdrant(QdrantStore):
+    """Local Qdrant that cannot hold the text of ``fox.md``, as PostgreSQL cannot hold a NUL."""
+
+    async def insert(self, collection: str, records: list[VectorRecord]) -> None:
+        if any(record.chunk.source == "fox.md" for record in records):
+            raise UnstorableDocumentError("picky qdrant", "fox.md: a character it cannot store")
+        await super().insert(collection, records)
+
+
+async def test_a_document_the_store_cannot_hold_fails_alone(tmp_path: Path) -> None:
+    path = make_project(tmp_path, broken=False)
+    path.write_text(path.read_text().replace("type: qdrant", "type: picky_qdrant"))
+    registry = Registry.from_entry_points()
+    registry.register("vector_store", "picky_qdrant", PickyQdrant)
+
+    [kb] = (await Pipeline.load(path, registry).run(options=RunOptions(workers=0))).knowledge_bases
+
+    [failed] = [c for c in kb.changes if c.failed]
+    assert (failed.action, failed.path, failed.document_id, failed.reason) == (
+        "failed",
+        "fox.md",
+        document_id("docs", "docs", "fox.md"),
+        "fox.md: a character it cannot store",
+    )
+    assert kb.count("add") == len(GOOD) - 1
 
 
 def test_the_cli_runs_searches_and_reports_json(
