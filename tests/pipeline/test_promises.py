@@ -170,9 +170,10 @@ async def test_a_document_stored_without_runner_state_is_rewritten_from_its_file
         )
         await kb.insert_document([note], document_id=fox.document_id)
 
-    report = await pipeline.run(options=IN_PROCESS)
-    [change] = [c for c in report.knowledge_bases[0].changes if c.path == "fox.md"]
-    assert (change.action, change.reason) == ("repair", "stored without ragflow state")
+    for options in (RunOptions(workers=0, dry_run=True), IN_PROCESS):  # plan, then repair
+        report = await pipeline.run(options=options)
+        [change] = [c for c in report.knowledge_bases[0].changes if c.path == "fox.md"]
+        assert (change.action, change.reason) == ("repair", "stored without ragflow state")
     assert await stored_chunks(pipeline) == before
 
 
