@@ -11,7 +11,7 @@ from ragflow_config.executors.local import _prepare
 from ragflow_config.pipeline import Pipeline, RunOptions
 from ragflow_config.rag import ApproxTokenChunker, KnowledgeBase, TextParser
 
-from .test_run import GOOD, actions, documents, make_project
+from .test_run import GOOD, actions, documents, edit, make_project
 
 
 async def test_a_file_over_max_file_bytes_is_skipped_with_its_size(tmp_path: Path) -> None:
@@ -53,8 +53,7 @@ async def test_files_over_the_limit_in_a_row_are_skipped_alone_and_one_at_it_is_
 async def test_a_file_past_the_inline_read_size_is_read_and_indexed_whole(tmp_path: Path) -> None:
     # Files over 1 MiB are read off the event loop, in a thread: the same bytes, indexed.
     path = make_project(tmp_path, broken=False)
-    large_chunks = path.read_text().replace("chunk_size: 32, overlap: 4", "chunk_size: 8000")
-    path.write_text(large_chunks, encoding="utf-8")
+    edit(path, "chunk_size: 32, overlap: 4", "chunk_size: 8000")
     lines = [f"Line {i} of the long log.\n" for i in range(60_000)]
     (tmp_path / "docs" / "long.log.txt").write_text("".join(lines), encoding="utf-8")
     assert (tmp_path / "docs" / "long.log.txt").stat().st_size > 1 << 20

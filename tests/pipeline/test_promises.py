@@ -21,7 +21,7 @@ from ragflow_config.message import TextBlock
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions, RunRefused
 from ragflow_config.rag import Chunk, QdrantStore, VectorRecord
 
-from .test_run import GOOD, UNSUPPORTED, actions, documents, make_project
+from .test_run import GOOD, UNSUPPORTED, actions, documents, edit, make_project
 
 IN_PROCESS = RunOptions(workers=0)
 Seen = tuple[str, list[tuple[int, dict[str, Any]]]]  # document id, (chunk_index, ragflow state)
@@ -112,12 +112,6 @@ async def test_an_updated_document_stays_findable_throughout_its_write(
     assert WatchedQdrant.seen
     missing = [document_id for document_id, chunks in WatchedQdrant.seen if not chunks]
     assert missing == []
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert old in text, f"{path.name} no longer holds {old!r}"
-    path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 async def test_excluded_files_and_hidden_folders_stay_out_and_sources_stamp_their_metadata(

@@ -58,6 +58,13 @@ def make_project(folder: Path, *, broken: bool = True) -> Path:
     return folder / "pipeline.yaml"
 
 
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace ``old`` in a test's pipeline file, which must still hold it."""
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path.name} no longer holds {old!r}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
 async def documents(pipeline: Pipeline) -> dict[str, DocumentSummary]:
     async with pipeline.build() as built:
         listed = await built.knowledge_base("docs").list_documents()
@@ -345,7 +352,7 @@ async def test_a_store_failure_ends_the_run_with_its_error_and_nothing_left_runn
     tmp_path: Path,
 ) -> None:
     path = make_project(tmp_path, broken=False)
-    path.write_text(path.read_text().replace("type: qdrant", "type: disk_filling_qdrant"))
+    edit(path, "type: qdrant", "type: disk_filling_qdrant")
     for i in range(12):
         (tmp_path / "docs" / f"note{i}.txt").write_text(f"note number {i}\n", encoding="utf-8")
     registry = Registry.from_entry_points()
@@ -369,7 +376,7 @@ class PickyQdrant(QdrantStore):
 
 async def test_a_document_the_store_cannot_hold_fails_alone(tmp_path: Path) -> None:
     path = make_project(tmp_path, broken=False)
-    path.write_text(path.read_text().replace("type: qdrant", "type: picky_qdrant"))
+    edit(path, "type: qdrant", "type: picky_qdrant")
     registry = Registry.from_entry_points()
     registry.register("vector_store", "picky_qdrant", PickyQdrant)
 
@@ -505,9 +512,7 @@ class BuggyTextParser(TextParser):
 
 async def test_a_parser_s_own_bug_fails_its_file_alone_in_process_too(tmp_path: Path) -> None:
     path = make_project(tmp_path, broken=False)
-    path.write_text(
-        path.read_text().replace("    chunker:", "    parsers: [{type: buggy}]\n    chunker:")
-    )
+    edit(path, "    chunker:", "    parsers: [{type: buggy}]\n    chunker:")
     (tmp_path / "docs" / "bug.txt").write_text("a file the parser trips on\n", encoding="utf-8")
     registry = Registry.from_entry_points()
     registry.register("parser", "buggy", BuggyTextParser)
@@ -612,9 +617,7 @@ async def test_a_file_of_a_known_type_no_parser_of_the_pipeline_reads_is_unsuppo
     tmp_path: Path,
 ) -> None:
     path = make_project(tmp_path, broken=False)
-    path.write_text(
-        path.read_text().replace("    chunker:", "    parsers: [{type: text}]\n    chunker:")
-    )
+    edit(path, "    chunker:", "    parsers: [{type: text}]\n    chunker:")
     (tmp_path / "docs" / "slides.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     pipeline = Pipeline.load(path)
 
