@@ -33,7 +33,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from ..middleware._rag.parameters import MAX_TOP_K
+from .._search_input import MAX_TOP_K
 from ..pipeline import Pipeline
 from ..rag import DocumentSummary, VectorSearchResult
 from ..rag._stores.base import flatten_filter

@@ -8,8 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..._component import ComponentParameters
-
-MAX_TOP_K = 50
+from ..._search_input import MAX_TOP_K
 
 # NOTICE: the two default texts below are verbatim from AgentScope 2.0.11
 # (https://github.com/agentscope-ai/agentscope, by the SysML team of Alibaba Tongyi Lab),
