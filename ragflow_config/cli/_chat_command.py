@@ -16,6 +16,7 @@ from ..message import Msg
 from ..pipeline import Pipeline
 from ..pipeline._build import build_component
 from ..tool import Toolkit
+from ._arguments import text_not_blank
 from ._output import EXIT_OK
 from ._parser import Commands
 
@@ -36,7 +37,10 @@ def register(commands: Commands) -> None:
     )
     chat.add_argument("file", type=Path, metavar="FILE", help="the pipeline file")
     chat.add_argument(
-        "-q", "--question", help="ask one question and exit (default: read questions from stdin)"
+        "-q",
+        "--question",
+        type=text_not_blank("question"),
+        help="ask one question and exit (default: read questions from stdin)",
     )
     chat.add_argument(
         "--model", metavar="NAME", help="an entry of `chat_models` (default: the only one)"

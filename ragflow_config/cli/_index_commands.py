@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 
 from ..pipeline import Pipeline, RunOptions, RunReport
+from ._arguments import int_between
 from ._output import EXIT_ERROR, EXIT_OK, EXIT_PENDING, Interrupted, plural, print_json
 from ._parser import Commands
 from ._progress import Progress
+
+# More parser processes than this is a typo, not a machine: each is a Python process.
+MAX_WORKERS = 256
 
 
 def register(commands: Commands) -> None:
@@ -45,7 +49,7 @@ def register(commands: Commands) -> None:
         if name == "run":
             sub.add_argument(
                 "--workers",
-                type=int,
+                type=int_between(0, MAX_WORKERS),
                 default=None,
                 help="parser processes (default: up to 4; 0 parses in-process)",
             )

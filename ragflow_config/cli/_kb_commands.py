@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Pipeline
+from ._arguments import JoinedQuery, score_threshold, top_k
 from ._output import EXIT_ERROR, EXIT_OK, plural, print_error, print_json
 from ._parser import Commands
 
@@ -17,10 +18,12 @@ from ._parser import Commands
 def register(commands: Commands) -> None:
     search = commands.add("search", _search, "search a knowledge base")
     _file_and_kb(search)
-    search.add_argument("query", nargs="+", metavar="QUERY", help="what to search for")
-    search.add_argument("--top-k", type=int, default=5, help="how many hits (default: 5)")
     search.add_argument(
-        "--score-threshold", type=float, default=None, help="drop hits scoring below this"
+        "query", nargs="+", action=JoinedQuery, metavar="QUERY", help="what to search for"
+    )
+    search.add_argument("--top-k", type=top_k, default=5, help="how many hits (default: 5)")
+    search.add_argument(
+        "--score-threshold", type=score_threshold, default=None, help="drop hits scoring below this"
     )
     search.add_argument(
         "--filter",
@@ -71,8 +74,14 @@ def parse_filter(pairs: list[str]) -> dict[str, Any] | None:
             value = raw
         *parents, leaf = key.split(".")
         node = where
-        for parent in parents:
+        for depth, parent in enumerate(parents, 1):
             node = node.setdefault(parent, {})
+            if not isinstance(node, dict):  # `a=1` then `a.b=2`: a is a value, not a mapping
+                raise ValueError(
+                    f"--filter {pair!r}: another --filter gives {'.'.join(parents[:depth])} a value"
+                )
+        if isinstance(node.get(leaf), dict):  # `a.b=2` then `a=1`
+            raise ValueError(f"--filter {pair!r}: another --filter names keys inside {key}")
         node[leaf] = value
     return where or None
 
@@ -88,7 +97,7 @@ def _search(args: argparse.Namespace) -> int:
     async def search() -> int:
         async with pipeline.build([args.kb]) as built:
             hits = await built.knowledge_base(args.kb).search(
-                [" ".join(args.query)],
+                [args.query],
                 top_k=args.top_k,
                 score_threshold=args.score_threshold,
                 where=where,

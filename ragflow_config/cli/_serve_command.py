@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from ..pipeline import Pipeline
+from ._arguments import float_between, int_between
 from ._output import EXIT_OK
 from ._parser import Commands
 
@@ -34,7 +35,10 @@ def register(commands: Commands) -> None:
         help="address to bind (default: 127.0.0.1, this machine only)",
     )
     serve.add_argument(
-        "--port", type=int, default=8765, help="port to bind (default: 8765; 0: any free port)"
+        "--port",
+        type=int_between(0, 65535),
+        default=8765,
+        help="port to bind (default: 8765; 0: any free port)",
     )
     serve.add_argument(
         "--kb", action="append", metavar="NAME", help="serve only this knowledge base; repeatable"
@@ -50,21 +54,21 @@ def register(commands: Commands) -> None:
     serve.add_argument("--token-env", default=None, metavar="VARIABLE", help=TOKEN_HELP)
     serve.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=int_between(1024, 1 << 30),
         default=64 * 1024,
         metavar="N",
         help="largest request body accepted (default: 65536)",
     )
     serve.add_argument(
         "--max-query-chars",
-        type=int,
+        type=int_between(1),
         default=2000,
         metavar="N",
         help="longest query accepted (default: 2000)",
     )
     serve.add_argument(
         "--drain-seconds",
-        type=float,
+        type=float_between(0, 24 * 3600),
         default=30.0,
         metavar="S",
         help="on SIGTERM, how long requests in flight may finish (default: 30)",
@@ -85,9 +89,9 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         token=token,
-        max_body_bytes=max(args.max_body_bytes, 1024),
-        max_query_chars=max(args.max_query_chars, 1),
-        drain_seconds=max(args.drain_seconds, 0.0),
+        max_body_bytes=args.max_body_bytes,
+        max_query_chars=args.max_query_chars,
+        drain_seconds=args.drain_seconds,
         access_log=not args.no_access_log,
         log_queries=args.log_queries,
         cors_origins=tuple(args.cors_origin),
