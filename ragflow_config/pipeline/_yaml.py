@@ -11,10 +11,15 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
 from .._errors import ConfigIssue, format_path
 
 JsonPath = tuple[str | int, ...]
+
+# Deeper than any pipeline file needs; a limit, so a `[[[[...` file is an issue
+# rather than a RecursionError in the checks that walk the data.
+MAX_DEPTH = 64
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\$")
 
@@ -63,18 +68,27 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
         )
     except UnicodeDecodeError as exc:
         return None, locations, [ConfigIssue(display_name, 1, 1, "", f"not UTF-8 text: {exc}")]
+    except ValueError as exc:  # a path holding a NUL character names no file
+        return None, locations, [ConfigIssue(display_name, 1, 1, "", f"cannot read: {exc}")]
     try:
         document = YAML(typ="rt", pure=True).load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         message = f"YAML syntax: {_syntax_message(exc)}"
-        if mark and _UNQUOTED_REFERENCE.search(text.splitlines()[mark.line]):
+        if _unquoted_reference(text, exc):
             # Inside `{...}`, a `{` opens a mapping: ${VAR} there must be quoted.
             message += '; quote a ${VAR} inside a {...} mapping: path: "${VAR}"'
         return None, locations, [ConfigIssue(display_name, line, column, "", message)]
+    except ReaderError as exc:  # a character YAML does not allow: a NUL, a control character
+        return None, locations, [_reader_issue(display_name, text, exc)]
     except YAMLError as exc:
         return None, locations, [ConfigIssue(display_name, 1, 1, "", f"YAML syntax: {exc}")]
+    except RecursionError:  # ruamel reads nested nodes by recursion: `[[[[...` a thousand deep
+        message = (
+            f"YAML nested too deeply to read; a pipeline file needs at most {MAX_DEPTH} levels"
+        )
+        return None, locations, [ConfigIssue(display_name, 1, 1, "", message)]
     locations.values[()] = (1, 1)
     issues: list[ConfigIssue] = []
     data = _plain(document, (), locations, issues)
@@ -82,6 +96,34 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
 
 
 _UNQUOTED_REFERENCE = re.compile(r"""(?<!["'$])\$\{""")
+
+
+def _unquoted_reference(text: str, exc: MarkedYAMLError) -> bool:
+    """Whether the lines of the error, or of what it was parsing, hold an unquoted ``${``.
+
+    A mark may lie past the last line: a file that ends inside ``{...}`` fails
+    at the end of the stream, on the line after its last newline.
+    """
+    lines = text.splitlines()
+    marks = (exc.problem_mark, exc.context_mark)
+    return any(
+        mark is not None
+        and 0 <= mark.line < len(lines)
+        and _UNQUOTED_REFERENCE.search(lines[mark.line]) is not None
+        for mark in marks
+    )
+
+
+def _reader_issue(display_name: str, text: str, exc: ReaderError) -> ConfigIssue:
+    """The character's line and column, on one line (ruamel's message adds a second)."""
+    position = exc.position if isinstance(exc.position, int) else 0
+    position = min(max(position, 0), len(text))
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    character = exc.character
+    what = f"#x{character:04x}" if isinstance(character, int) else repr(character)
+    message = f"YAML syntax: unacceptable character {what}: {exc.reason}"
+    return ConfigIssue(display_name, line, column, "", message)
 
 
 def _syntax_message(exc: MarkedYAMLError) -> str:
@@ -113,6 +155,9 @@ def _positions(node: CommentedMap, key: Any) -> tuple[int, int, int, int]:
 
 def _plain(node: Any, path: JsonPath, locations: Locations, issues: list[ConfigIssue]) -> Any:
     """Plain Python data from ruamel's nodes, recording positions and expanding ``${VAR}``."""
+    if len(path) > MAX_DEPTH and isinstance(node, (CommentedMap, CommentedSeq)):
+        issues.append(locations.issue(path, f"nested more than {MAX_DEPTH} levels deep"))
+        return None
     if isinstance(node, CommentedMap):
         result: dict[str, Any] = {}
         for key in node:

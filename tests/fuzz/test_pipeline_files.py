@@ -1,0 +1,263 @@
+"""Fuzzing pipeline files: a malformed file gives `FILE:LINE:COLUMN: ...` lines, never a traceback.
+
+The seeds are the valid files of ``pipelines/``, copied with what they
+reference into a temporary folder. Each example mutates one (truncates it,
+shifts, deletes or repeats lines, swaps a value for a mapping or a list,
+inserts tabs, NUL bytes, ``${`` and other odd characters) and runs
+``validate`` on it through ``main``; a mutant of the hashing pipeline, whose
+store is Qdrant on a path in that folder, goes through ``plan`` too, which
+needs no server and writes no document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from ragflow_config.cli import main
+
+from ._profile import fuzzing
+
+PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
+SEEDS = {path.name: path.read_text(encoding="utf-8") for path in sorted(PIPELINES.glob("*.yaml"))}
+CASE = "case.yaml"
+# An issue as `validate` and every command print it: file, line, column, then what.
+ISSUE = re.compile(rf"^{re.escape(CASE)}:[1-9][0-9]*:[1-9][0-9]*: \S")
+
+# local-hashing.yaml with its store inside the copy and a corpus of two small
+# files: `plan` on it is a dry run of a few milliseconds, with no server.
+PLANNED = (
+    SEEDS["local-hashing.yaml"]
+    .replace("path: ../.ragflow/qdrant", "path: store")
+    .replace("- path: corpus", "- path: small")
+)
+assert SEEDS["local-hashing.yaml"] != PLANNED
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of ``pipelines/`` (the seeds' sources and judged queries) and a small corpus."""
+    root = tmp_path_factory.mktemp("fuzz") / "pipelines"
+    shutil.copytree(PIPELINES, root)
+    (root / "small").mkdir()
+    (root / "small" / "a.md").write_text("# Lists\n\nLists hold items in order.\n")
+    (root / "small" / "b.txt").write_text("Dictionaries map keys to values.\n")
+    return root
+
+
+Run = Callable[[list[str]], tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+    """``main(argv)`` from the copy, with its exit code, stdout and stderr."""
+    monkeypatch.chdir(folder)
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            code = main(argv)
+        except SystemExit as exit:  # argparse only: anything else escaping is a bug
+            code = exit.code if isinstance(exit.code, int) else 1
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out, err
+
+    return run
+
+
+# Mutations --------------------------------------------------------------------
+
+ODD = [
+    "\t", "\x00", "${", "${UNSET_FUZZ_VARIABLE}", "${X:-", "$$", "}", "{", "[", "]", ":",
+    ": ", "- ", "#", "&a ", "*a", "*nowhere", "!!", "!!python/object:os.system ", "%", "@",
+    "`", "'", '"', "\\", "\ufeff", "\r", "\x85", "\u2028", "? ", "<<: *a", "\n---\n",
+    "\n...\n", "|", ">", "\x07", "\x1b", "\ud7ff", "\U0001f600", ",", "\n", "  ",
+]  # fmt: skip
+REPLACEMENTS = [
+    "{a: 1}", "[1, 2]", "{}", "[]", "null", "~", "-1", "0", "1e999", ".nan", '""', "''",
+    "true", "!!binary xx", "*nowhere", "&anchor x", "{type: hashing}", "[{}]", "2020-01-01",
+    "9" * 400, "${UNSET_FUZZ_VARIABLE}", "${UNSET_FUZZ_VARIABLE:-{a: 1}}", '"${X:-[1]}"',
+    "\n      nested: 1", "\n      - 1",
+]  # fmt: skip
+SCALAR_LINE = re.compile(r"^(\s*(?:- )?[\w-]+:)[ \t]+(\S.*)$")
+TEXT = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="/."), max_size=4)
+
+
+def _line(draw: st.DrawFn, lines: list[str]) -> int:
+    return draw(st.integers(0, max(len(lines) - 1, 0)))
+
+
+@st.composite
+def mutants(draw: st.DrawFn, seeds: list[str]) -> str:
+    text = draw(st.sampled_from(seeds))
+    for _ in range(draw(st.integers(1, 3))):
+        lines = text.splitlines(keepends=True) or [""]
+        operation = draw(
+            st.sampled_from(
+                ["truncate", "indent", "delete", "duplicate", "swap", "insert", "insert"]
+            )
+        )
+        if operation == "truncate":
+            text = text[: draw(st.integers(0, len(text)))]
+        elif operation == "indent":
+            i = _line(draw, lines)
+            shift = draw(st.integers(-4, 4))
+            body = lines[i].lstrip(" ")
+            lines[i] = " " * max(len(lines[i]) - len(body) + shift, 0) + body
+            text = "".join(lines)
+        elif operation in ("delete", "duplicate"):
+            i = _line(draw, lines)
+            lines[i : i + 1] = [] if operation == "delete" else [lines[i], lines[i]]
+            text = "".join(lines)
+        elif operation == "swap":
+            candidates = [i for i, line in enumerate(lines) if SCALAR_LINE.match(line.rstrip())]
+            if candidates:
+                i = draw(st.sampled_from(candidates))
+                key = SCALAR_LINE.match(lines[i].rstrip())
+                assert key is not None
+                value = draw(st.sampled_from(REPLACEMENTS) | TEXT)
+                lines[i] = f"{key.group(1)} {value}\n"
+                text = "".join(lines)
+        else:
+            at = draw(st.integers(0, len(text)))
+            text = text[:at] + draw(st.sampled_from(ODD) | TEXT) + text[at:]
+    return text
+
+
+def write(folder: Path, text: str) -> None:
+    (folder / CASE).write_text(text, encoding="utf-8", newline="")
+
+
+def assert_issues(err: str) -> None:
+    """Every line names the file, line and column: nothing else, nothing on two lines."""
+    assert err.endswith("\n"), err
+    for line in err.splitlines():
+        assert ISSUE.match(line), line
+
+
+def check_validate(run: Run, as_json: bool) -> bool:
+    """Validate the case; whether it is valid."""
+    code, out, err = run(["validate", *(["--json"] if as_json else []), CASE])
+    assert code in (0, 1), (code, out, err)
+    if as_json:
+        issues = json.loads(out)
+        assert err == ""
+        assert bool(issues) == (code == 1)
+        for issue in issues:
+            assert issue["file"] == CASE and issue["line"] >= 1 and issue["column"] >= 1
+            assert "\n" not in issue["message"], issue
+    elif code == 0:
+        assert (out, err) == ("1 file(s) valid\n", "")
+    else:
+        assert out == ""
+        assert_issues(err)
+    return code == 0
+
+
+UNCLOSED_FLOW = (
+    "version: 1\n"
+    "knowledge_bases:\n"
+    "  - name: docs\n"
+    "    chunker: {type: approx_token, parameters: {chunk_size: 256\n"
+)
+
+
+@given(text=mutants(list(SEEDS.values())), as_json=st.booleans())
+@example(text=UNCLOSED_FLOW, as_json=False)  # IndexError in the ${VAR} hint (issue 35)
+@example(text=UNCLOSED_FLOW.replace("{type", "{path: ${X}, type"), as_json=False)
+@example(text="version: 1\nname: a\x00b\n", as_json=False)  # two lines, the second without
+@example(text="a:" + " [" * 400 + "]" * 400, as_json=False)  # RecursionError in ruamel
+@example(text="a:" + " [" * 100 + "]" * 100, as_json=True)  # RecursionError in the checks
+@fuzzing
+def test_validate_reports_a_malformed_file_line_by_line(
+    cli: Run, folder: Path, text: str, as_json: bool
+) -> None:
+    write(folder, text)
+    check_validate(cli, as_json)
+
+
+@given(text=mutants([PLANNED]))
+@example(text=PLANNED)
+@example(text=PLANNED.replace("chunk_size: 256", "chunk_size: {a: 1}"))
+@fuzzing
+def test_plan_on_a_malformed_file_says_where_or_plans(cli: Run, folder: Path, text: str) -> None:
+    write(folder, text)
+    code, out, err = cli(["plan", CASE])
+    assert code in (0, 1, 2), (code, out, err)  # 2: changes pending
+    if code == 1:  # the file is invalid: its issues, as validate gives them
+        assert out == ""
+        assert_issues(err)
+    else:
+        assert re.search(r"^python-docs: would add \d+", out, re.MULTILINE), out
+
+
+# One plain test per bug the fuzzers found --------------------------------------
+
+
+def test_a_file_ending_inside_an_unclosed_flow_mapping_gives_file_and_line(
+    cli: Run, folder: Path
+) -> None:
+    write(folder, UNCLOSED_FLOW)
+    code, _, err = cli(["validate", CASE])
+    assert code == 1
+    assert err == (
+        f"{CASE}:5:1: YAML syntax: expected ',' or '}}', but got '<stream end>' "
+        "(while parsing a flow mapping at line 4, column 47)\n"
+    )
+
+
+def test_the_var_hint_still_comes_when_the_flow_mapping_holds_an_unquoted_reference(
+    cli: Run, folder: Path
+) -> None:
+    # A `{` opens a mapping inside `{...}`: the error is at the reference, not at the end.
+    write(folder, UNCLOSED_FLOW.replace("{type", "{path: ${X}, type"))
+    code, _, err = cli(["validate", CASE])
+    assert code == 1
+    assert err == (
+        f"{CASE}:4:22: YAML syntax: expected ',' or '}}', but got '{{' (while parsing a flow "
+        'mapping at line 4, column 14); quote a ${VAR} inside a {...} mapping: path: "${VAR}"\n'
+    )
+
+
+def test_a_nul_character_is_one_issue_at_its_line_and_column(cli: Run, folder: Path) -> None:
+    write(folder, "version: 1\nname: a\x00b\n")
+    code, _, err = cli(["validate", CASE])
+    assert code == 1
+    assert err == (
+        f"{CASE}:2:8: YAML syntax: unacceptable character #x0000: "
+        "special characters are not allowed\n"
+    )
+
+
+def test_a_file_nested_deeper_than_ruamel_reads_is_an_issue(cli: Run, folder: Path) -> None:
+    write(folder, "a:" + " [" * 400 + "]" * 400)
+    code, _, err = cli(["validate", CASE])
+    assert code == 1
+    assert err == (
+        f"{CASE}:1:1: YAML nested too deeply to read; a pipeline file needs at most 64 levels\n"
+    )
+
+
+def test_a_file_nested_deeper_than_64_levels_is_an_issue_there(cli: Run, folder: Path) -> None:
+    write(folder, "version: 1\nknowledge_bases:" + " [" * 100 + "]" * 100 + "\n")
+    code, _, err = cli(["validate", CASE])
+    assert code == 1
+    assert f"{CASE}:2:" in err and "nested more than 64 levels deep" in err
+    assert_issues(err)
+
+
+def test_a_path_holding_a_nul_character_is_an_issue() -> None:
+    from ragflow_config.pipeline._validate import check_file
+
+    loaded, issues = check_file("pipe\x00line.yaml")
+    assert loaded is None
+    assert [(i.line, i.column) for i in issues] == [(1, 1)]
+    assert issues[0].message.startswith("cannot read: ")
