@@ -16,33 +16,44 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from .._search_input import MAX_TOP_K
+from .._search_input import (
+    MAX_TOP_K,
+    SearchInputError,
+    checked_query,
+    checked_score_threshold,
+    echoed,
+)
 from ..pipeline import Pipeline
 from ..rag import DocumentSummary, VectorSearchResult
 from ..rag._stores.base import flatten_filter
 from ._auth import BearerTokenMiddleware
+from ._guards import (
+    AccessLogMiddleware,
+    BodyLimitMiddleware,
+    BodyTooLarge,
+    HostOriginMiddleware,
+    JSONErrorsMiddleware,
+    error_response,
+)
 from ._mcp import create_mcp_server
-from ._service import BadRequest, KnowledgeService, ServiceError
+from ._service import BadRequest, KnowledgeService, ServiceError, UnsupportedMediaType
 from ._settings import ServeOptions
 
-access_logger = logging.getLogger("ragflow_config.server.access")
 logger = logging.getLogger("ragflow_config.server")
 
 RETRY_AFTER_SECONDS = "5"
@@ -56,16 +67,31 @@ class SearchRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, description="What to find, in plain words.")
-    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="Most hits to return.")
+    query: str = Field(
+        min_length=1, pattern=r"\S", description="What to find, in plain words (not blank)."
+    )
+    top_k: StrictInt = Field(default=5, ge=1, le=MAX_TOP_K, description="Most hits to return.")
     score_threshold: float | None = Field(
-        default=None, description="Drop hits scoring below this (the store's metric scale)."
+        default=None,
+        allow_inf_nan=False,
+        description="Drop hits scoring below this (the store's metric scale); a finite number.",
     )
     filter: dict[str, Any] | None = Field(
         default=None,
         description="Only chunks whose metadata matches every key (nested objects nest); "
         "always within the knowledge base's own metadata_filter, which it can never widen.",
     )
+
+    # The CLI and MCP check with the same functions, so all three refuse alike.
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query(cls, value: object) -> object:
+        return checked_query(value) if isinstance(value, str) else value
+
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _score_threshold(cls, value: object) -> object:
+        return checked_score_threshold(value) if isinstance(value, (int, float)) else value
 
 
 class SearchResponse(BaseModel):
@@ -114,118 +140,39 @@ class Readiness(BaseModel):
     error: ErrorDetail | None = None
 
 
-# -- guards: body size, access log, errors ------------------------------------
-
-
-class _BodyTooLarge(Exception):
-    pass
-
-
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message}}, status_code=status, headers=headers)
-
-
-class AccessLogMiddleware:
-    """One line per HTTP request: client, method, path (no query string), status, time.
-
-    Query text is never logged unless ``log_queries`` (then the search query
-    rides on the same line).
-    """
-
-    def __init__(self, app: ASGIApp, log_queries: bool = False) -> None:
-        self.app = app
-        self.log_queries = log_queries
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_and_note(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_note)
-        finally:
-            client = scope.get("client")
-            where = client[0] if client else "-"
-            line = json.dumps(f"{scope['method']} {scope['path']}", ensure_ascii=True)
-            extra = ""
-            query = scope.get("state", {}).get("query")
-            if self.log_queries and query is not None:
-                extra = " query=" + json.dumps(query, ensure_ascii=True)
-            elapsed = (time.perf_counter() - started) * 1000
-            access_logger.info("%s %s %d %.1fms%s", where, line, status, elapsed, extra)
-
-
-class BodyLimitMiddleware:
-    """413 for a body over ``limit`` bytes: by its Content-Length, or while it streams in."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    await _error(400, "invalid Content-Length")(scope, receive, send)
-                    return
-                if declared > self.limit:
-                    await self._too_large(scope, receive, send)
-                    return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _BodyTooLarge
-            return message
-
-        await self.app(scope, counted, send)
-
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _error(413, f"the request body is larger than {self.limit} bytes")(
-            scope, receive, send
-        )
+# -- errors ---------------------------------------------------------------------
 
 
 async def _on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    path = echoed(request.url.path)
     if exc.status_code == 404:
-        return _error(404, f"no route {request.method} {request.url.path}; see /openapi.json")
+        return error_response(404, f"no route {request.method} {path}; see /openapi.json")
     if exc.status_code == 405:
-        return _error(405, f"{request.method} is not allowed on {request.url.path}")
-    return _error(exc.status_code, str(exc.detail))
+        return error_response(405, f"{request.method} is not allowed on {path}")
+    return error_response(exc.status_code, str(exc.detail))
+
+
+async def _on_client_disconnect(request: Request, exc: Exception) -> Response:
+    # The client went away mid-request: nothing is wrong here, and no one reads
+    # the answer. The access log's line (status 499, as nginx counts it) is all.
+    return error_response(499, "the client closed the connection")
 
 
 async def _on_service_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ServiceError)
     headers = {"Retry-After": RETRY_AFTER_SECONDS} if exc.status == 503 else None
-    return _error(exc.status, str(exc), headers)
+    return error_response(exc.status, str(exc), headers)
 
 
 async def _on_body_too_large(request: Request, exc: Exception) -> Response:
     limit = request.app.state.options.max_body_bytes
-    return _error(413, f"the request body is larger than {limit} bytes")
+    return error_response(413, f"the request body is larger than {limit} bytes")
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return _error(500, "internal error; the server's log has the details")
+    return error_response(500, "internal error; the server's log has the details")
 
 
 # -- routes -------------------------------------------------------------------
@@ -237,6 +184,11 @@ def _service(request: Request) -> KnowledgeService:
 
 
 async def _json_body(request: Request) -> Any:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise UnsupportedMediaType(
+            "the request body must be JSON: send Content-Type: application/json"
+        )
     body = await request.body()
     if not body:
         raise BadRequest("the request needs a JSON body")
@@ -250,7 +202,8 @@ def _validation_message(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors()[:5]:
         where = ".".join(str(part) for part in error["loc"]) or "body"
-        problems.append(f"{where}: {error['msg']}")
+        message = str(error["msg"]).removeprefix("Value error, ")  # a check of _search_input
+        problems.append(f"{where}: {message}")
     return "; ".join(problems)
 
 
@@ -320,8 +273,9 @@ async def search(request: Request) -> Response:
         raise BadRequest("the request body must be a JSON object")
     try:
         query = SearchRequest.model_validate(payload)
-    except ValidationError as exc:
-        raise BadRequest(_validation_message(exc)) from None
+    except (ValidationError, SearchInputError) as exc:
+        message = _validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise BadRequest(message) from None
     request.state.query = query.query
     if len(query.query) > options.max_query_chars:
         raise BadRequest(
@@ -342,6 +296,12 @@ async def search(request: Request) -> Response:
     )
     return JSONResponse(
         {"knowledge_base": name, "hits": [hit.model_dump(mode="json") for hit in hits]}
+    )
+
+
+async def no_event_stream(request: Request) -> Response:
+    return error_response(
+        405, "this MCP server offers no event stream; POST requests to it", {"Allow": "POST"}
     )
 
 
@@ -517,28 +477,20 @@ def create_app(
     """
     options = options or ServeOptions()
     owned = isinstance(source, Pipeline)
-    service = KnowledgeService(source, knowledge_bases) if isinstance(source, Pipeline) else source
+    service = (
+        KnowledgeService(source, knowledge_bases, request_timeout=options.store_timeout_seconds)
+        if isinstance(source, Pipeline)
+        else source
+    )
     mcp_server = create_mcp_server(service, options)
-    security = None
-    if options.cors_origins and options.loopback:
-        # The SDK guards a loopback server against DNS rebinding by Host and Origin;
-        # the origins allowed here must pass that check too.
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=[
-                "http://127.0.0.1:*",
-                "http://localhost:*",
-                "http://[::1]:*",
-                *options.cors_origins,
-            ],
-        )
     mcp_app = mcp_server.streamable_http_app(
         streamable_http_path=options.mcp_path,
         stateless_http=True,  # read-only, no server-to-client messages: no session to keep
         json_response=True,
         max_request_body_size=options.max_body_bytes,
-        transport_security=security,
+        # HostOriginMiddleware checks Host and Origin on every route, MCP's too, and
+        # answers in JSON; the SDK's own check (plain-text 421/403) would only repeat it.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=options.host,
     )
     routes: list[BaseRoute] = [
@@ -549,6 +501,9 @@ def create_app(
         Route("/v1/knowledge-bases/{name}", knowledge_base, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}/documents", documents, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}/search", search, methods=["POST"]),
+        # The server is stateless and sends nothing unasked, so it offers no event
+        # stream: MCP's answer to GET is then 405, and no connection waits on one.
+        Route(options.mcp_path, no_event_stream, methods=["GET"]),
         *mcp_app.routes,
     ]
 
@@ -564,10 +519,13 @@ def create_app(
                     await result
             yield
 
-    middleware = (
-        [Middleware(AccessLogMiddleware, log_queries=options.log_queries)]
-        if options.access_log
-        else []
+    middleware = [Middleware(JSONErrorsMiddleware)]
+    if options.access_log:
+        middleware.append(Middleware(AccessLogMiddleware, log_queries=options.log_queries))
+    middleware.append(
+        Middleware(
+            HostOriginMiddleware, host_names=options.host_names, origins=options.cors_origins
+        )
     )
     if options.cors_origins:
         # Outside the token check: a browser's preflight carries no Authorization header.
@@ -595,11 +553,14 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={
             HTTPException: _on_http_exception,
+            ClientDisconnect: _on_client_disconnect,
             ServiceError: _on_service_error,
-            _BodyTooLarge: _on_body_too_large,
+            BodyTooLarge: _on_body_too_large,
             Exception: _on_unexpected,
         },
     )
+    # A redirect to the path with or without its slash would be built from the Host header.
+    app.router.redirect_slashes = False
     app.state.service = service
     app.state.options = options
     return app

@@ -18,7 +18,7 @@ class BearerTokenMiddleware:
 
     def __init__(self, app: ASGIApp, token: SecretStr) -> None:
         self.app = app
-        self._expected = f"Bearer {token.get_secret_value()}".encode()
+        self._expected = token.get_secret_value().encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -29,7 +29,9 @@ class BearerTokenMiddleware:
             if name == b"authorization":
                 offered = value
                 break
-        if hmac.compare_digest(offered, self._expected):
+        # RFC 7235: the scheme is case-insensitive ("bearer" as well as "Bearer").
+        scheme, _, credentials = offered.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._expected):
             await self.app(scope, receive, send)
             return
         scope.setdefault("state", {})["refused"] = True

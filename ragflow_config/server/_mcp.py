@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
 from .. import __version__
+from .._search_input import SearchInputError, checked_query
 from ..message import DataBlock, TextBlock
 from ._service import KnowledgeService, NotFound, ServiceError, Unavailable
 from ._settings import ServeOptions
@@ -97,6 +98,10 @@ def check_arguments(
         where = "/".join(str(part) for part in problem.absolute_path)
         at = f" at {where}" if where else ""
         return f"Input validation failed for tool {tool.name}{at}: {problem.message}"
+    try:
+        checked_query(arguments["query"])
+    except SearchInputError as exc:
+        return f"Input validation failed for tool {tool.name} at query: {exc}"
     if len(arguments["query"]) > options.max_query_chars:
         return (
             f"Input validation failed for tool {tool.name} at query: longer than "

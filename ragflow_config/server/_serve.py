@@ -21,6 +21,7 @@ from ._app import create_app
 from ._mcp import create_mcp_server
 from ._service import KnowledgeService
 from ._settings import ServeOptions
+from ._transport import bounded_protocol
 
 logger = logging.getLogger("ragflow_config.server")
 
@@ -59,6 +60,16 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _open_file_limit() -> int | None:
+    """This process's soft limit on open files, or None where there is none to read."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
 def _load(pipeline: Pipeline | str | Path) -> Pipeline:
     return pipeline if isinstance(pipeline, Pipeline) else Pipeline.load(pipeline)
 
@@ -81,7 +92,9 @@ async def serve_http(
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     try:
-        async with KnowledgeService(pipeline, knowledge_bases) as service:
+        async with KnowledgeService(
+            pipeline, knowledge_bases, request_timeout=options.store_timeout_seconds
+        ) as service:
             names = ", ".join(info.name for info in service.infos)
             line = (
                 f"serving {names} on http://{shown}:{port} (MCP at {options.mcp_path}; "
@@ -95,10 +108,20 @@ async def serve_http(
                     announce(line)
 
             app = create_app(service, options, on_ready=ready)
+            limits = options.transport_limits(_open_file_limit())
+            if limits.max_connections < options.max_connections:
+                logger.warning(
+                    "at most %d connections: the open-file limit (ulimit -n) leaves no room "
+                    "for max_connections=%d",
+                    limits.max_connections,
+                    options.max_connections,
+                )
             config = uvicorn.Config(
                 app,
+                http=bounded_protocol(limits),
                 log_level="warning",
                 access_log=False,  # ours logs one line per request, without query strings
+                timeout_keep_alive=math.ceil(options.idle_seconds),
                 timeout_graceful_shutdown=math.ceil(options.drain_seconds),
                 lifespan="on",
                 server_header=False,
@@ -149,7 +172,9 @@ async def serve_stdio(
     # Entered first, so stray prints while the stores open go to stderr, not the protocol.
     async with (
         stdio_server() as (read_stream, write_stream),
-        KnowledgeService(pipeline, knowledge_bases) as service,
+        KnowledgeService(
+            pipeline, knowledge_bases, request_timeout=options.store_timeout_seconds
+        ) as service,
     ):
         server = create_mcp_server(service, options, log_requests=True)
         await server.run(read_stream, write_stream, server.create_initialization_options())

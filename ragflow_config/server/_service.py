@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from .._errors import (
     CollectionMismatchError,
@@ -29,6 +29,7 @@ from .._errors import (
     UnstorableDocumentError,
     VectorStoreError,
 )
+from .._search_input import echoed
 from ..message import DataBlock, TextBlock
 from ..middleware import RAGMiddleware
 from ..middleware._rag.format import Query
@@ -42,6 +43,7 @@ from ..rag._stores.base import flatten_filter
 logger = logging.getLogger("ragflow_config.server")
 
 Blocks = list[TextBlock | DataBlock]
+T = TypeVar("T")
 
 
 class ServiceError(RagflowError):
@@ -56,6 +58,10 @@ class BadRequest(ServiceError):
 
 class NotFound(ServiceError):
     status = 404
+
+
+class UnsupportedMediaType(ServiceError):
+    status = 415
 
 
 class Unavailable(ServiceError):
@@ -74,10 +80,25 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def describe_failure(exc: BaseException) -> str:
-    """One line for a client: what is down, without a traceback."""
+    """One line for the server's log: what is down and where, without a traceback."""
     if isinstance(exc, (VectorStoreError, EmbeddingError, CollectionMismatchError)):
         return str(exc)
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+
+
+def client_failure(exc: BaseException) -> str:
+    """What a client is told of a failure: which service is down, never its address.
+
+    A store's or model's own message names its host, port or URL (inside a
+    private network, say), so the details go to the server's log only.
+    """
+    if isinstance(exc, CollectionMismatchError):
+        return str(exc)  # the collection's dimensions against the model's: no address
+    if isinstance(exc, EmbeddingError):
+        return "the embedding service cannot be reached now; the server's log has the details"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "the vector store did not answer in time; the server's log has the details"
+    return "the vector store cannot be reached now; the server's log has the details"
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,7 @@ class KnowledgeService:
         *,
         retry_seconds: tuple[float, float] = (0.5, 30.0),
         attempt_timeout: float = 15.0,
+        request_timeout: float = 10.0,
     ) -> None:
         names = list(knowledge_bases) if knowledge_bases else pipeline.knowledge_base_names
         pipeline._check_names(names)
@@ -138,6 +160,8 @@ class KnowledgeService:
         self.infos = [KnowledgeBaseInfo(n, specs[n].description) for n in names]
         self._retry_seconds = retry_seconds
         self._attempt_timeout = attempt_timeout
+        self._request_timeout = request_timeout
+        self._client_error = "the service is starting"
         self._middleware_index = tool_middleware_index(pipeline.spec, names)
         middleware_spec = self.tool_middleware_spec
         tool_names = middleware_spec.knowledge_bases if middleware_spec else names
@@ -210,6 +234,7 @@ class KnowledgeService:
                     self._built = self._tool = None
                     return
             except Exception as exc:
+                self._client_error = client_failure(exc)
                 if not is_transient(exc):
                     self._fatal = exc
                     self._error = describe_failure(exc)
@@ -288,7 +313,7 @@ class KnowledgeService:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(attempt), timeout=self._attempt_timeout)
         if self._built is None:
-            raise Unavailable(f"the knowledge bases are not open: {self._error}")
+            raise Unavailable(f"the knowledge bases are not open: {self._client_error}")
         return self._built
 
     # -- what clients may ask ----------------------------------------------
@@ -303,7 +328,7 @@ class KnowledgeService:
             if info.name == name:
                 return info
         known = ", ".join(info.name for info in self.infos) or "none"
-        raise NotFound(f"no knowledge base named {name!r} (served: {known})")
+        raise NotFound(f"no knowledge base named {echoed(name)!r} (served: {known})")
 
     async def knowledge_base(self, name: str) -> KnowledgeBase:
         self.info(name)
@@ -331,12 +356,11 @@ class KnowledgeService:
             return exc
         if is_transient(exc) or isinstance(exc, CollectionMismatchError):
             logger.warning("request failed: %s", describe_failure(exc))
-            return Unavailable(describe_failure(exc))
+            return Unavailable(client_failure(exc))
         logger.error("request failed", exc_info=exc)
         return ServiceError("internal error; the server's log has the details")
 
-    async def readiness(self) -> dict[str, Any]:
-        """Each knowledge base's collection as the store reports it; Unavailable if it cannot."""
+    async def _readiness(self) -> dict[str, Any]:
         built = await self._open()
         report: dict[str, Any] = {}
         for name in self._names:
@@ -345,7 +369,7 @@ class KnowledgeService:
             report[name] = "ready" if present else "empty: not indexed yet"
         return report
 
-    async def search(
+    async def _search(
         self,
         name: str,
         query: str,
@@ -354,7 +378,6 @@ class KnowledgeService:
         score_threshold: float | None = None,
         where: dict[str, Any] | None = None,
     ) -> list[VectorSearchResult]:
-        """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope."""
         try:
             flatten_filter(where)
         except ValueError as exc:
@@ -369,7 +392,7 @@ class KnowledgeService:
         except Exception as exc:
             raise self._failure(exc) from exc
 
-    async def list_documents(self, name: str) -> list[DocumentSummary]:
+    async def _list_documents(self, name: str) -> list[DocumentSummary]:
         kb = await self.knowledge_base(name)
         if not await self._collection_present(kb):
             return []
@@ -379,27 +402,74 @@ class KnowledgeService:
             raise self._failure(exc) from exc
         return sorted(documents, key=lambda d: (d.source, d.document_id))
 
-    async def document_text(self, name: str, document_id: str, *, max_chunks: int) -> str:
-        """A document's text chunks in order, as the store holds them (at most ``max_chunks``)."""
+    async def _document_text(self, name: str, document_id: str, *, max_chunks: int) -> str:
         kb = await self.knowledge_base(name)
         if not await self._collection_present(kb):
-            raise NotFound(f"{name} has no document {document_id!r}")
+            raise NotFound(f"{name} has no document {echoed(document_id)!r}")
         try:
             chunks = await kb.list_chunks(document_id, limit=max_chunks)
         except Exception as exc:
             raise self._failure(exc) from exc
         if not chunks:
-            raise NotFound(f"{name} has no document {document_id!r}")
+            raise NotFound(f"{name} has no document {echoed(document_id)!r}")
         parts = [
             c.content.text if isinstance(c.content, TextBlock) else f"<{c.content.media_type}>"
             for c in chunks
         ]
         return "\n\n".join(parts)
 
-    async def call_tool(self, arguments: dict[str, Any]) -> Blocks:
-        """Run ``search_knowledge`` as the agent's toolkit would, after the arguments are checked."""
+    async def _call_tool(self, arguments: dict[str, Any]) -> Blocks:
         await self._open()
         try:
             return await self.tool.call(**arguments)
         except Exception as exc:
             raise self._failure(exc) from exc
+
+    # -- each request within its deadline ------------------------------------------
+
+    async def _bounded(self, what: str, work: Awaitable[T]) -> T:
+        """``work`` (the store and model calls of one request, their retries included)
+        within the request deadline; past it, Unavailable naming ``what``."""
+        try:
+            return await asyncio.wait_for(work, self._request_timeout)
+        except Unavailable as exc:
+            raise Unavailable(f"{what}: {exc}") from None
+        except asyncio.TimeoutError:
+            message = f"{what}: the store did not answer in {self._request_timeout:g} s"
+            logger.warning("request failed: %s", message)
+            raise Unavailable(message) from None
+
+    async def readiness(self) -> dict[str, Any]:
+        """Each knowledge base's collection as the store reports it; Unavailable if it cannot."""
+        return await self._bounded("readiness", self._readiness())
+
+    async def search(
+        self,
+        name: str,
+        query: str,
+        *,
+        top_k: int = 5,
+        score_threshold: float | None = None,
+        where: dict[str, Any] | None = None,
+    ) -> list[VectorSearchResult]:
+        """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope."""
+        self.info(name)
+        search = self._search(
+            name, query, top_k=top_k, score_threshold=score_threshold, where=where
+        )
+        return await self._bounded(f"knowledge base {name}", search)
+
+    async def list_documents(self, name: str) -> list[DocumentSummary]:
+        """The documents of a knowledge base, by source path."""
+        self.info(name)
+        return await self._bounded(f"knowledge base {name}", self._list_documents(name))
+
+    async def document_text(self, name: str, document_id: str, *, max_chunks: int) -> str:
+        """A document's text chunks in order, as the store holds them (at most ``max_chunks``)."""
+        self.info(name)
+        text = self._document_text(name, document_id, max_chunks=max_chunks)
+        return await self._bounded(f"knowledge base {name}", text)
+
+    async def call_tool(self, arguments: dict[str, Any]) -> Blocks:
+        """Run ``search_knowledge`` as the agent's toolkit would, after the arguments are checked."""
+        return await self._bounded(self.tool.name, self._call_tool(arguments))

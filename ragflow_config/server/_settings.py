@@ -10,9 +10,14 @@ from pydantic_settings import SettingsConfigDict
 
 from .._errors import RagflowError
 from ..credential._base import CredentialBase
+from ._transport import TransportLimits
 
 DEFAULT_TOKEN_VARIABLE = "RAGFLOW_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
+WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+# Files a server keeps open besides its connections: the listening socket, logs,
+# the stores' files and sockets, the model.
+RESERVED_FILES = 64
 
 
 class ServeCredential(CredentialBase):
@@ -83,6 +88,50 @@ class ServeOptions(BaseModel):
         description="Browser origins (https://app.example.com) whose pages may call the server; "
         "none by default.",
     )
+    allowed_hosts: tuple[str, ...] = Field(
+        default=(),
+        description="Host names clients may address the server by (the Host header), besides "
+        "the bound address and localhost; any other is refused 403 (DNS rebinding).",
+    )
+    store_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="Deadline of the store and model calls under one request, retries included "
+        "(503 beyond).",
+    )
+    max_connections: int = Field(
+        default=1000,
+        ge=1,
+        description="Open connections at most; the next is answered 503 and closed (lowered to "
+        "fit the process's open-file limit).",
+    )
+    max_request_line_bytes: int = Field(
+        default=8 * 1024, ge=256, description="Longest URL accepted, in bytes (414 beyond)."
+    )
+    max_header_bytes: int = Field(
+        default=32 * 1024,
+        ge=1024,
+        description="Largest request head (request line and header fields), in bytes (431 beyond).",
+    )
+    max_headers: int = Field(
+        default=100, ge=8, description="Most header fields in one request (431 beyond)."
+    )
+    idle_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="How long a connection may wait before (or between) requests before it is "
+        "closed; the keep-alive time.",
+    )
+    header_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a request's head may take to arrive, from its first byte (408).",
+    )
+    body_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a request's body may take to arrive, after its head (408).",
+    )
 
     @property
     def loopback(self) -> bool:
@@ -93,3 +142,31 @@ class ServeOptions(BaseModel):
             return ipaddress.ip_address(self.host).is_loopback
         except ValueError:
             return False
+
+    @property
+    def host_names(self) -> frozenset[str]:
+        """The names a Host header may carry: the bound address, localhost and ``allowed_hosts``.
+
+        A wildcard address (0.0.0.0, ::) is no name a client sends: behind one,
+        the names the server is reached by go in ``allowed_hosts``.
+        """
+        names = {"localhost", *(host.lower().rstrip(".") for host in self.allowed_hosts)}
+        if self.host not in WILDCARD_ADDRESSES:
+            names.add(self.host.lower())
+        return frozenset(names)
+
+    def transport_limits(self, open_file_limit: int | None = None) -> TransportLimits:
+        """The transport's bounds; ``max_connections`` lowered to leave room under the
+        process's open-file limit (stores, logs and the listening socket need some too)."""
+        connections = self.max_connections
+        if open_file_limit is not None:
+            connections = max(1, min(connections, open_file_limit - RESERVED_FILES))
+        return TransportLimits(
+            max_connections=connections,
+            max_request_line_bytes=self.max_request_line_bytes,
+            max_header_bytes=self.max_header_bytes,
+            max_headers=self.max_headers,
+            idle_seconds=self.idle_seconds,
+            header_seconds=self.header_seconds,
+            body_seconds=self.body_seconds,
+        )

@@ -115,8 +115,13 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
         seen["one character"] = http.post(SEARCH, json={"query": "z"}).status_code
         seen["two characters"] = http.post(SEARCH, json={"query": "zz"}).status_code
         body = b'{"query": "z"}'
-        seen["1,024 bytes"] = http.post(SEARCH, content=body.ljust(1024)).status_code
-        seen["1,025 bytes"] = http.post(SEARCH, content=body.ljust(1025)).status_code
+        json_type = {"Content-Type": "application/json"}
+        seen["1,024 bytes"] = http.post(
+            SEARCH, content=body.ljust(1024), headers=json_type
+        ).status_code
+        seen["1,025 bytes"] = http.post(
+            SEARCH, content=body.ljust(1025), headers=json_type
+        ).status_code
         preflight = http.options(
             SEARCH,
             headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST"},

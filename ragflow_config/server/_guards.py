@@ -1,0 +1,263 @@
+"""The ASGI guards in front of every route, the JSON API and MCP alike.
+
+From the outside in (see ``create_app``):
+
+- :class:`JSONErrorsMiddleware`: every error body is the API's JSON, even one a
+  framework wrote as plain text, and a request cut by the drain gets a JSON 503;
+- :class:`AccessLogMiddleware`: one line per request;
+- :class:`HostOriginMiddleware`: the Host and Origin checks against DNS rebinding;
+- CORS, the bearer token (``_auth``), then :class:`BodyLimitMiddleware`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import time
+from collections.abc import Iterable
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .._search_input import echoed
+
+access_logger = logging.getLogger("ragflow_config.server.access")
+logger = logging.getLogger("ragflow_config.server")
+
+# What of a plain-text error body is kept as the JSON error's message.
+MAX_PLAIN_MESSAGE = 500
+
+
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The API's error: ``{"error": {"message": ...}}`` with ``status``."""
+    return JSONResponse({"error": {"message": message}}, status_code=status, headers=headers)
+
+
+def _header(scope: Scope, wanted: bytes) -> bytes | None:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return bytes(value)
+    return None
+
+
+class JSONErrorsMiddleware:
+    """Rewrites an error response that is not JSON into the API's JSON error.
+
+    Starlette's CORS refusals, the MCP SDK's own errors and anything else a
+    framework answers in plain text reach the client as ``{"error": {"message":
+    <its text>}}`` with the same status. A request still running when the
+    drain's time is up is cancelled by the server: it is answered 503 here
+    (the server would write a plain-text 500) and ends quietly.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held: Message | None = None
+        text: list[bytes] = []
+        started = False
+
+        async def send_json_errors(message: Message) -> None:
+            nonlocal held, started
+            if message["type"] == "http.response.start":
+                started = True
+                content_type = dict(message.get("headers", ())).get(b"content-type", b"")
+                if message["status"] >= 400 and not content_type.startswith(b"application/json"):
+                    held = message
+                    return
+            elif held is not None and message["type"] == "http.response.body":
+                text.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                body = b"".join(text).decode("utf-8", "replace").strip()
+                status = int(held["status"])
+                await _send_error(send, status, body[:MAX_PLAIN_MESSAGE], held.get("headers", ()))
+                return
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_json_errors)
+        except asyncio.CancelledError:
+            # Cancelled by the server once the drain's time is up. The request's
+            # work is over either way; answering here (when nothing was sent yet)
+            # tells the client to retry, and returning keeps the server from
+            # logging a cancelled request as an application error.
+            if not started:
+                await _send_error(send, 503, "the server is shutting down; try again", ())
+
+
+async def _send_error(
+    send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]]
+) -> None:
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+    body = json.dumps({"error": {"message": message or phrase}}).encode()
+    kept = [(n, v) for n, v in headers if n not in (b"content-type", b"content-length")]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                *kept,
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def host_name(host: str) -> str:
+    """The name part of a Host header (``[::1]:8765`` → ``::1``), lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    name, _, port = host.rpartition(":")
+    if name and port.isdigit() and ":" not in name:
+        host = name
+    return host.rstrip(".")
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class HostOriginMiddleware:
+    """Refuses, with a JSON 403, a request by a host name or from an origin not allowed.
+
+    DNS rebinding points a name the attacker owns at this server, so a page
+    of theirs reads it as its own origin: its requests carry their name in
+    Host. Allowed are the names in ``host_names`` (the bound address,
+    localhost, ``--allowed-host``) and any address literal, which no one can
+    rebind. An ``Origin``, when a browser sends one, must be one of
+    ``origins`` (``--cors-origin``) or the request's own (scheme and Host).
+    """
+
+    def __init__(self, app: ASGIApp, host_names: frozenset[str], origins: Iterable[str]) -> None:
+        self.app = app
+        self.host_names = host_names
+        self.origins = frozenset(origin.rstrip("/").lower() for origin in origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        problem = self._problem(scope)
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        scope.setdefault("state", {})["refused"] = True
+        await error_response(403, problem)(scope, receive, send)
+
+    def _problem(self, scope: Scope) -> str | None:
+        raw_host = _header(scope, b"host")
+        host = raw_host.decode("latin-1") if raw_host is not None else ""
+        name = host_name(host)
+        if not name:
+            return "the request names no Host"
+        if name not in self.host_names and not _is_address(name):
+            return (
+                f"Host {echoed(host)!r} is not a name of this server; "
+                "start it with --allowed-host to allow it"
+            )
+        raw_origin = _header(scope, b"origin")
+        if raw_origin is None:
+            return None
+        origin = raw_origin.decode("latin-1").rstrip("/").lower()
+        if origin in self.origins:
+            return None
+        parts = urlsplit(origin)
+        if parts.scheme in ("http", "https") and parts.netloc == host.strip().lower():
+            return None  # the server's own page
+        return f"Origin {echoed(origin)!r} is not allowed; start the server with --cors-origin"
+
+
+class AccessLogMiddleware:
+    """One line per HTTP request: client, method, path (no query string), status, time.
+
+    Query text is never logged unless ``log_queries`` (then the search query
+    rides on the same line).
+    """
+
+    def __init__(self, app: ASGIApp, log_queries: bool = False) -> None:
+        self.app = app
+        self.log_queries = log_queries
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            client = scope.get("client")
+            where = client[0] if client else "-"
+            line = json.dumps(f"{scope['method']} {echoed(scope['path'])}", ensure_ascii=True)
+            extra = ""
+            query = scope.get("state", {}).get("query")
+            if self.log_queries and query is not None:
+                extra = " query=" + json.dumps(query, ensure_ascii=True)
+            elapsed = (time.perf_counter() - started) * 1000
+            access_logger.info("%s %s %d %.1fms%s", where, line, status, elapsed, extra)
+
+
+class BodyTooLarge(Exception):
+    """A request body grew past the limit while it streamed in."""
+
+
+class BodyLimitMiddleware:
+    """413 for a body over ``limit`` bytes: by its Content-Length, or while it streams in."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared_length = _header(scope, b"content-length")
+        if declared_length is not None:
+            try:
+                declared = int(declared_length)
+            except ValueError:
+                await error_response(400, "invalid Content-Length")(scope, receive, send)
+                return
+            if declared > self.limit:
+                message = f"the request body is larger than {self.limit} bytes"
+                await error_response(413, message)(scope, receive, send)
+                return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLarge
+            return message
+
+        await self.app(scope, counted, send)
