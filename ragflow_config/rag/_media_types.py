@@ -96,7 +96,7 @@ def sniff(data: bytes) -> str | None:
         try:
             with zipfile.ZipFile(BytesIO(data)) as archive:
                 names = archive.namelist()
-        except zipfile.BadZipFile:
+        except Exception:  # a damaged archive: BadZipFile, NotImplementedError, ValueError, ...
             return None
         for prefix, media_type in _OOXML_BY_PART.items():
             if any(name.startswith(prefix) for name in names):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import email
 import email.policy
-from email.message import EmailMessage
-from typing import ClassVar
+from email.message import EmailMessage, MIMEPart
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -13,6 +13,7 @@ from ..._component import ComponentParameters
 from ..._errors import ParserError
 from ...message import TextBlock
 from .._document import Section
+from ._content import damaged
 from .base import ParserBase
 from .html import HTMLParser
 
@@ -28,7 +29,9 @@ class EmailParser(ParserBase):
     page. Attachments are not read; their file names are listed in
     ``metadata["attachments"]``. ``metadata`` also holds ``subject``, ``from``
     and ``date``. Parsing uses the standard library's ``email`` package;
-    encoded headers and bodies (quoted-printable, base64, any charset) are decoded.
+    encoded headers and bodies (quoted-printable, base64, any charset) are decoded;
+    a text part in a charset Python does not know is read as UTF-8. A message
+    the ``email`` package cannot read raises :class:`ParserError`.
     """
 
     supported_media_types: ClassVar[list[str]] = ["message/rfc822"]
@@ -48,15 +51,23 @@ class EmailParser(ParserBase):
 
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = self.read_bytes(file, filename)
-        message = email.message_from_bytes(data, policy=email.policy.default)
-        assert isinstance(message, EmailMessage)
+        try:
+            message = email.message_from_bytes(data, policy=email.policy.default)
+            assert isinstance(message, EmailMessage)
+            return [self._section(message, filename)]
+        except ParserError:
+            raise
+        except Exception as exc:  # the email package trips on some malformed headers
+            raise damaged(filename, "e-mail", exc) from exc
+
+    def _section(self, message: EmailMessage, filename: str) -> Section:
         if not any(message.get(name) for name in ("From", "Subject", "Date", "Message-ID")):
             raise ParserError(filename, "not an e-mail message: no From, Subject or Date header")
         order = ("html", "plain") if self.parameters.prefer_html else ("plain", "html")
         body = ""
         part = message.get_body(preferencelist=order)
         if part is not None:
-            content = part.get_content()
+            content = _content(part)
             if part.get_content_subtype() == "html":
                 content, _ = HTMLParser().to_markdown(content, filename)  # decoded by its charset
             body = str(content).replace("\r\n", "\n").strip()
@@ -72,4 +83,16 @@ class EmailParser(ParserBase):
         }
         if attachments:
             metadata["attachments"] = attachments  # type: ignore[assignment]
-        return [Section(content=TextBlock(text=text), source=filename, metadata=metadata)]
+        return Section(content=TextBlock(text=text), source=filename, metadata=metadata)
+
+
+def _content(part: MIMEPart) -> Any:
+    """The part's decoded content; text in a charset Python does not know is read as UTF-8."""
+    try:
+        return part.get_content()
+    except (LookupError, ValueError):  # unknown charset, or one with a NUL in its name
+        if part.get_content_maintype() != "text":
+            raise
+        payload = part.get_payload(decode=True)
+        assert isinstance(payload, bytes)
+        return payload.decode("utf-8", errors="replace")

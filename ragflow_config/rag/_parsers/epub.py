@@ -59,23 +59,27 @@ class EPUBParser(ParserBase):
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = self.read_bytes(file, filename)
         try:
-            with zipfile.ZipFile(BytesIO(data)) as book:
+            book = zipfile.ZipFile(BytesIO(data))
+        except Exception as exc:  # BadZipFile, or NotImplementedError, ValueError, ... if damaged
+            raise ParserError(
+                filename, f"not an EPUB book: not a ZIP archive ({_reason(exc)})"
+            ) from None
+        with book:
+            try:
                 return self._sections(book, filename)
-        except zipfile.BadZipFile as exc:
-            raise ParserError(filename, f"not an EPUB book: not a ZIP archive ({exc})") from None
-        except (KeyError, ElementTree.ParseError) as exc:
-            raise ParserError(filename, f"damaged EPUB book: {exc}") from None
+            except ElementTree.ParseError as exc:
+                raise ParserError(filename, f"damaged EPUB book: {exc}") from None
 
     def _sections(self, book: zipfile.ZipFile, filename: str) -> list[Section]:
         names = set(book.namelist())
         if _CONTAINER not in names:
             raise ParserError(filename, f"not an EPUB book: no {_CONTAINER}")
-        container = ElementTree.fromstring(book.read(_CONTAINER))
+        container = ElementTree.fromstring(_read(book, _CONTAINER, filename))
         rootfile = container.find(".//container:rootfile", _NS)
         if rootfile is None or not rootfile.get("full-path"):
             raise ParserError(filename, f"not an EPUB book: {_CONTAINER} names no package")
         package_path = rootfile.get("full-path", "")
-        package = ElementTree.fromstring(book.read(package_path))
+        package = ElementTree.fromstring(_read(book, package_path, filename))
         folder = posixpath.dirname(package_path)
         title = _text(package.find(".//dc:title", _NS))
         manifest: dict[str, tuple[str, str, str]] = {}
@@ -99,7 +103,7 @@ class EPUBParser(ParserBase):
             if media_type not in _DOCUMENTS or "nav" in properties.split():
                 continue
             number += 1
-            text, _ = reader.to_markdown(book.read(href), filename)
+            text, _ = reader.to_markdown(_read(book, href, filename), filename)
             metadata: dict[str, Any] = {"chapter": number}
             if title:
                 metadata["title"] = title
@@ -119,10 +123,26 @@ def _refuse_encrypted(
 ) -> None:
     if "META-INF/encryption.xml" not in names:
         return
-    encryption = book.read("META-INF/encryption.xml").decode("utf-8", "replace")
+    encryption = _read(book, "META-INF/encryption.xml", filename).decode("utf-8", "replace")
     # Obfuscated fonts are listed here too; only encrypted chapters make the text unreadable.
     if any(chapter in encryption for chapter in chapters):
         raise ParserError(filename, "the EPUB book is DRM-protected: its chapters are encrypted")
+
+
+def _read(book: zipfile.ZipFile, name: str, filename: str) -> bytes:
+    """The member ``name`` of the book, or a ParserError saying why it cannot be read."""
+    try:
+        return book.read(name)
+    except KeyError:
+        raise ParserError(filename, f"damaged EPUB book: no {name} in the archive") from None
+    except Exception as exc:  # zipfile reports damage with many exception types
+        raise ParserError(
+            filename, f"damaged EPUB book: {name} cannot be read ({_reason(exc)})"
+        ) from None
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
 
 
 def _text(element: ElementTree.Element | None) -> str:

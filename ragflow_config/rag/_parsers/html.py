@@ -45,6 +45,9 @@ _DECLARED = re.compile(
 # As browsers do (WHATWG Encoding): these labels mean windows-1252.
 _WINDOWS_1252 = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "ascii", "us-ascii"}
 _SPACES = re.compile(r"[ \t\r\n\f\u00a0]+")
+# Elements nested deeper than this are written as their text alone (three Python frames
+# a level: 100 levels stay well inside the default recursion limit of 1000).
+_MAX_DEPTH = 100
 # A text line Markdown would read as a heading, a list item or a quote.
 _MARKDOWN_START = re.compile(r"^(#{1,6}\s|[-+*]\s|>|\d+[.)]\s)")
 
@@ -172,8 +175,9 @@ def _outside_content(node: Any, root: Any) -> bool:
 class _Writer:
     """Walks the content tree and writes Markdown blocks."""
 
-    def __init__(self, table_format: TableFormat) -> None:
+    def __init__(self, table_format: TableFormat, depth: int = 0) -> None:
         self.table_format = table_format
+        self.depth = depth  # elements entered above the node being written
         self.blocks: list[str] = []
         self.inline: list[str] = []
 
@@ -192,8 +196,17 @@ class _Writer:
         self.blocks.append(prefix + text)
 
     def block(self, node: Any) -> None:
-        for child in node.iter(include_text=True):
-            self.node(child)
+        if self.depth >= _MAX_DEPTH:
+            # Deeper than any page's structure: its text only, so the walk cannot
+            # recurse past Python's limit.
+            self.inline.append(node.text(deep=True))
+            return
+        self.depth += 1
+        try:
+            for child in node.iter(include_text=True):
+                self.node(child)
+        finally:
+            self.depth -= 1
 
     def node(self, node: Any) -> None:
         tag = node.tag
@@ -216,7 +229,7 @@ class _Writer:
             self.table(node)
         elif tag in ("ul", "ol"):
             self.flush()
-            items = _Writer(self.table_format)
+            items = _Writer(self.table_format, self.depth)
             items.block(node)
             items.flush()
             if text := "\n".join(items.blocks):
@@ -238,8 +251,8 @@ class _Writer:
 
     def table(self, node: Any) -> None:
         rows = [
-            [_SPACES.sub(" ", cell.text(deep=True)).strip() for cell in row.css("th, td")]
-            for row in node.css("tr")
+            [_SPACES.sub(" ", cell.text(deep=True)).strip() for cell in _children(row, _CELLS)]
+            for row in _rows(node)
         ]
         rows = [row for row in rows if any(row)]
         if rows:
@@ -249,3 +262,23 @@ class _Writer:
             )
             if table.strip():
                 self.blocks.append(table.strip())
+
+
+_ROW_GROUPS = ("thead", "tbody", "tfoot")
+_CELLS = ("th", "td")
+
+
+def _rows(table: Any) -> list[Any]:
+    """The table's own rows, in order; a table nested in a cell keeps its rows to its cell's
+    text (a search of every ``tr`` below would repeat them, and cost the cube of the depth)."""
+    rows: list[Any] = []
+    for child in table.iter():
+        if child.tag == "tr":
+            rows.append(child)
+        elif child.tag in _ROW_GROUPS:
+            rows.extend(_children(child, ("tr",)))
+    return rows
+
+
+def _children(node: Any, tags: tuple[str, ...]) -> list[Any]:
+    return [child for child in node.iter() if child.tag in tags]

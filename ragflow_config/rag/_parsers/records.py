@@ -55,15 +55,22 @@ class RecordsParser(TextParser):
         assert isinstance(whole.content, TextBlock)
         text = whole.content.text
         lowered = filename.lower()
-        if lowered.endswith(".csv"):
-            records = self._csv(text)
-        elif lowered.endswith((".jsonl", ".ndjson")):
-            records = _json_lines(text, filename)
-        else:
-            records = _json(text, filename)
+        try:
+            if lowered.endswith(".csv"):
+                records = self._csv(text)
+            elif lowered.endswith((".jsonl", ".ndjson")):
+                records = _json_lines(text, filename)
+            else:
+                records = _json(text, filename)
+            rendered = [(number, _render(record)) for number, record in enumerate(records, 1)]
+        except RecursionError:  # json and the rendering both recurse into nested values
+            raise ParserError(
+                filename, "the JSON nests arrays or objects too deeply to read"
+            ) from None
+        except csv.Error as exc:
+            raise ParserError(filename, f"not readable as CSV: {exc}") from None
         sections: list[Section] = []
         group = self.parameters.records_per_section
-        rendered = [(number, _render(record)) for number, record in enumerate(records, start=1)]
         rendered = [(number, text) for number, text in rendered if text]
         for start in range(0, len(rendered), group):
             batch = rendered[start : start + group]
