@@ -57,6 +57,7 @@ from ._settings import ServeOptions
 logger = logging.getLogger("ragflow_config.server")
 
 RETRY_AFTER_SECONDS = "5"
+MAX_OFFSET = 10**9  # a documents listing's largest offset (documented in the OpenAPI)
 
 
 # -- the API's shapes (also its OpenAPI components) --------------------------
@@ -70,7 +71,12 @@ class SearchRequest(BaseModel):
     query: str = Field(
         min_length=1, pattern=r"\S", description="What to find, in plain words (not blank)."
     )
-    top_k: StrictInt = Field(default=5, ge=1, le=MAX_TOP_K, description="Most hits to return.")
+    top_k: StrictInt = Field(
+        default=5,
+        ge=1,
+        le=MAX_TOP_K,
+        description="Most hits to return, an integer written without a fraction (2.0 is refused).",
+    )
     score_threshold: float | None = Field(
         default=None,
         allow_inf_nan=False,
@@ -248,7 +254,7 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
 async def documents(request: Request) -> Response:
     options: ServeOptions = request.app.state.options
     name = request.path_params["name"]
-    offset = _int_param(request, "offset", 0, 0, 10**9)
+    offset = _int_param(request, "offset", 0, 0, MAX_OFFSET)
     limit = _int_param(request, "limit", options.max_list_limit, 1, options.max_list_limit)
     found = await _service(request).list_documents(name)
     page = found[offset : offset + limit]
@@ -342,6 +348,10 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
 
     errors = {
         "401": answer("No or a wrong bearer token (when the server has one)", "ErrorResponse"),
+        "403": answer(
+            "A Host the server does not go by, or an Origin not allowed (DNS rebinding)",
+            "ErrorResponse",
+        ),
         "503": answer("A store or the embedding service cannot be reached now", "ErrorResponse"),
     }
     name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -358,7 +368,11 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                 "get": {
                     "summary": "The process answers",
                     "operationId": "health",
-                    "responses": {"200": answer("Alive", "Health"), "401": errors["401"]},
+                    "responses": {
+                        "200": answer("Alive", "Health"),
+                        "401": errors["401"],
+                        "403": errors["403"],
+                    },
                 }
             },
             "/readyz": {
@@ -368,6 +382,7 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Ready", "Readiness"),
                         "401": errors["401"],
+                        "403": errors["403"],
                         "503": answer("Not ready", "Readiness"),
                     },
                 }
@@ -379,6 +394,7 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Names and descriptions", "KnowledgeBasesResponse"),
                         "401": errors["401"],
+                        "403": errors["403"],
                     },
                 }
             },
@@ -390,6 +406,7 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Its name and description", "KnowledgeBaseItem"),
                         "401": errors["401"],
+                        "403": errors["403"],
                         "404": answer("No such knowledge base", "ErrorResponse"),
                     },
                 }
@@ -403,7 +420,12 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                         {
                             "name": "offset",
                             "in": "query",
-                            "schema": {"type": "integer", "minimum": 0, "default": 0},
+                            "schema": {
+                                "type": "integer",
+                                "minimum": 0,
+                                "maximum": MAX_OFFSET,
+                                "default": 0,
+                            },
                         },
                         {
                             "name": "limit",
@@ -444,6 +466,7 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                         "413": answer(
                             f"A body over {options.max_body_bytes} bytes", "ErrorResponse"
                         ),
+                        "415": answer("A body not sent as application/json", "ErrorResponse"),
                         **errors,
                     },
                 }
