@@ -18,9 +18,9 @@ import uvicorn
 from .._errors import RagflowError
 from ..pipeline import Pipeline
 from ._app import create_app
-from ._mcp import create_mcp_server
-from ._service import KnowledgeService
+from ._service import KnowledgeService, as_pipeline
 from ._settings import ServeOptions
+from ._stdio import serve_stdio
 from ._transport import bounded_protocol
 
 logger = logging.getLogger("ragflow_config.server")
@@ -70,10 +70,6 @@ def _open_file_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
-def _load(pipeline: Pipeline | str | Path) -> Pipeline:
-    return pipeline if isinstance(pipeline, Pipeline) else Pipeline.load(pipeline)
-
-
 async def serve_http(
     pipeline: Pipeline | str | Path,
     options: ServeOptions | None = None,
@@ -87,7 +83,7 @@ async def serve_http(
     (the command prints it on stderr).
     """
     options = options or ServeOptions()
-    pipeline = _load(pipeline)
+    pipeline = as_pipeline(pipeline)
     sock = _listening_socket(options.host, options.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
@@ -156,28 +152,6 @@ class _DrainingServer(uvicorn.Server):
                 self.config.timeout_graceful_shutdown or 0,
             )
         super().handle_exit(sig, frame)
-
-
-async def serve_stdio(
-    pipeline: Pipeline | str | Path,
-    options: ServeOptions | None = None,
-    *,
-    knowledge_bases: list[str] | None = None,
-) -> None:
-    """Serve MCP over this process's stdin and stdout until the client closes stdin."""
-    from mcp.server.stdio import stdio_server
-
-    options = options or ServeOptions()
-    pipeline = _load(pipeline)
-    # Entered first, so stray prints while the stores open go to stderr, not the protocol.
-    async with (
-        stdio_server() as (read_stream, write_stream),
-        KnowledgeService(
-            pipeline, knowledge_bases, request_timeout=options.store_timeout_seconds
-        ) as service,
-    ):
-        server = create_mcp_server(service, options, log_requests=True)
-        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def serve(

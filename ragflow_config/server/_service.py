@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .._errors import (
@@ -99,6 +100,11 @@ def client_failure(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "the vector store did not answer in time; the server's log has the details"
     return "the vector store cannot be reached now; the server's log has the details"
+
+
+def as_pipeline(pipeline: Pipeline | str | Path) -> Pipeline:
+    """``pipeline``, loaded from its file when given a path."""
+    return pipeline if isinstance(pipeline, Pipeline) else Pipeline.load(pipeline)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ DSN_ENV = "RAGFLOW_TEST_SERVE_DSN"
 PGVECTOR = "{type: pgvector, parameters: {dsn_env: " + DSN_ENV + ", max_retries: 0, timeout: 5}}"
 SEARCH = "/v1/knowledge-bases/tutorial/search"
 QUERY = {"query": "read a file line by line", "top_k": 3}
+DRAIN = ("--drain-seconds", "60")
 
 
 def _tool_call(client: httpx.Client, arguments: dict[str, object]) -> dict[str, object]:
@@ -195,6 +197,81 @@ async def test_sigterm_lets_requests_in_flight_finish(
         assert answers[0].json()["hits"]
         assert server.stop() == 0
         assert '"POST /v1/knowledge-bases/tutorial/search" 200' in server.log
+    finally:
+        gate.set()
+        embeddings.stop()
+
+
+async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
+    tmp_path: Path,
+) -> None:
+    embeddings = EmbeddingServer()
+    embeddings.start()
+    gate = threading.Event()
+    try:
+        model = (
+            "{type: openai_compatible, parameters: {base_url: '"
+            + embeddings.url
+            + "', model: fake, dimensions: 8}}"
+        )
+        file = write_pipeline(tmp_path, embedding=model)
+        await index(file)
+        embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
+        seen = len(embeddings.requests)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "ragflow_config.cli", "serve", "--stdio", str(file), *DRAIN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            for message in (
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "1"},
+                    },
+                },
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "search_knowledge", "arguments": {"query": "read a file"}},
+                },
+            ):
+                server.stdin.write(json.dumps(message) + "\n")
+                server.stdin.flush()
+            assert json.loads(server.stdout.readline())["id"] == 1
+            with embeddings._state:  # the call has reached the embedding service, and waits there
+                assert embeddings._state.wait_for(
+                    lambda: len(embeddings.requests) > seen, timeout=60
+                )
+            server.send_signal(signal.SIGTERM)
+            errors = server.stderr
+            assert errors is not None
+            line = ""
+            while "draining" not in line:
+                line = errors.readline()
+                assert line, "stderr ended before the drain was announced"
+            assert server.poll() is None  # still draining: the call is in flight
+            gate.set()
+            answer = json.loads(server.stdout.readline())
+            assert answer["id"] == 2 and "result" in answer, answer
+            assert answer["result"]["isError"] is False, answer
+            assert "files.md" in answer["result"]["content"][0]["text"]
+            assert server.wait(timeout=60) == 0  # not killed by the signal: the stores closed
+            assert "Traceback" not in errors.read()
+        finally:
+            if server.poll() is None:
+                server.kill()
+            server.wait()
     finally:
         gate.set()
         embeddings.stop()
