@@ -125,3 +125,17 @@ class JoinedQuery(argparse.Action):
         except SearchInputError as exc:
             raise argparse.ArgumentError(self, str(exc)) from None
         setattr(namespace, self.dest, query)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse``'s parser, without one way around the types above.
+
+    Python 3.11's ``argparse`` drops a ``--`` it is given as an option's value
+    (``--workers=--``) and hands the command an empty list instead of refusing:
+    no type sees it, and the command failed later with a traceback.
+    """
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected one argument, not '--'")
+        return super()._get_values(action, arg_strings)

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from .. import __version__
+from ._arguments import ArgumentParser
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -14,7 +15,7 @@ class Commands:
     """The `ragflow-config` parser; each command group registers its sub-commands here."""
 
     def __init__(self) -> None:
-        self.parser = argparse.ArgumentParser(
+        self.parser = ArgumentParser(
             prog="ragflow-config",
             description="Knowledge bases for LLM agents, defined in YAML pipeline files.",
         )

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from ragflow_config import __version__
 from ragflow_config._search_input import (
     MAX_TOP_K,
     SearchInputError,
@@ -343,16 +344,28 @@ def _bounded_values(command: str, seen: argparse.Namespace) -> Iterator[tuple[st
 @example(argv=["run", "p.yaml", "--shard", "1/0"])
 @example(argv=["serve", "p.yaml", "--port=-1"])
 @example(argv=["run", "p.yaml", "--shard=1/2", "--prune-only"])
+@example(argv=["list", "p.yaml", "kb", "--he"])  # found by the long run: help, exit 0
+@example(argv=["run", "--workers=--", "-"])  # found by the long run: workers=[]
+@example(argv=["serve", "p.yaml", "--kb=--"])
 @fuzzing
 def test_no_argv_gives_a_traceback_and_what_parses_is_in_range(
     cli: Callable[[list[str]], Outcome], argv: list[str]
 ) -> None:
     outcome = cli(argv)
+    if outcome.seen is None and outcome.code == 0:  # `--he` is `--help`, as argparse abbreviates
+        assert outcome.out.startswith("usage: ragflow-config") or outcome.out == f"{__version__}\n"
+        return
     if outcome.seen is None:
         assert_usage_error(outcome)
         return
     assert outcome.code == 0
     command = argv[0]
+    for action in _options(command):  # one value each: never the empty list of `--kb=--`
+        value = getattr(outcome.seen, action.dest)
+        if action.nargs is None and isinstance(action, argparse._AppendAction):
+            assert value is None or all(not isinstance(item, list) for item in value), value
+        elif action.nargs is None:
+            assert not isinstance(value, list), (action.dest, value)
     for flag, value in _bounded_values(command, outcome.seen):
         if value is None:
             continue
@@ -387,3 +400,15 @@ def test_filters_that_give_one_key_a_value_and_keys_are_refused(
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_filter(pairs)
     assert parse_filter(["a.b=1", "a.c=2", "a.b=3"]) == {"a": {"b": 3, "c": 2}}
+
+
+@pytest.mark.parametrize("option", ["--workers", "--kb", "--executor", "--shard"])
+def test_a_double_dash_given_as_an_options_value_exits_2(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python 3.11's argparse dropped it and gave the command `[]` (`--workers=--`:
+    # a TypeError in the parser processes' start), whatever the option's type.
+    with pytest.raises(SystemExit) as exit:
+        main(["run", "p.yaml", f"{option}=--"])
+    assert exit.value.code == 2
+    assert f"argument {option}: expected one argument, not '--'" in capsys.readouterr().err
