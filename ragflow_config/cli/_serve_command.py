@@ -73,6 +73,49 @@ def register(commands: Commands) -> None:
         metavar="S",
         help="on SIGTERM, how long requests in flight may finish (default: 30)",
     )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients may address the server by, besides the bound address, "
+        "localhost and any IP address (others are refused: DNS rebinding); repeatable",
+    )
+    serve.add_argument(
+        "--store-timeout-seconds",
+        type=float_between(0.1, 3600),
+        default=10.0,
+        metavar="S",
+        help="deadline of one request's store and model calls, retries included (default: 10)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int_between(1, 1_000_000),
+        default=1000,
+        metavar="N",
+        help="open connections at most, lowered to fit ulimit -n (default: 1000)",
+    )
+    serve.add_argument(
+        "--idle-seconds",
+        type=float_between(0.1, 3600),
+        default=5.0,
+        metavar="S",
+        help="close a connection idle this long before or between requests (default: 5)",
+    )
+    serve.add_argument(
+        "--header-seconds",
+        type=float_between(0.1, 3600),
+        default=10.0,
+        metavar="S",
+        help="answer 408 to a request whose headers take longer to arrive (default: 10)",
+    )
+    serve.add_argument(
+        "--body-seconds",
+        type=float_between(0.1, 3600),
+        default=30.0,
+        metavar="S",
+        help="answer 408 to a request whose body takes longer to arrive (default: 30)",
+    )
     serve.add_argument("--no-access-log", action="store_true", help="no log line per request")
     serve.add_argument(
         "--log-queries",
@@ -95,6 +138,12 @@ def _serve(args: argparse.Namespace) -> int:
         access_log=not args.no_access_log,
         log_queries=args.log_queries,
         cors_origins=tuple(args.cors_origin),
+        allowed_hosts=tuple(args.allowed_host),
+        store_timeout_seconds=args.store_timeout_seconds,
+        max_connections=args.max_connections,
+        idle_seconds=args.idle_seconds,
+        header_seconds=args.header_seconds,
+        body_seconds=args.body_seconds,
     )
     if options.access_log:
         logging.getLogger("ragflow_config.server.access").setLevel(logging.INFO)

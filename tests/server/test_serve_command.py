@@ -142,13 +142,13 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
             "howto",
             "--cors-origin",
             ORIGIN,
-            # Below the floors: the server keeps 1,024 bytes and 1 character.
+            # The floors (a value below one exits 2, naming the flag): 1,024 bytes, 1 character.
             "--max-body-bytes",
-            "10",
+            "1024",
             "--max-query-chars",
-            "0",
+            "1",
             "--drain-seconds",
-            "-1",
+            "0",
             "--log-queries",
         ],
         monkeypatch,
@@ -171,7 +171,7 @@ def test_serve_applies_token_kb_limits_cors_and_query_logging(
     assert not any("without a token" in r.getMessage() for r in caplog.records)
     # The access log is turned on alone, not every library's INFO lines (httpx's among them).
     assert not [r for r in caplog.records if r.levelno == logging.INFO and r.name != ACCESS_LOGGER]
-    # The drain's bound, below its floor of 0 s, as the SIGTERM warning states it.
+    # The drain's bound, at its floor of 0 s, as the SIGTERM warning states it.
     assert "draining requests in flight (at most 0s)" in caplog.text
 
 
