@@ -118,6 +118,8 @@ def format_path(path: tuple[str | int, ...]) -> str:
     """``("knowledge_bases", 0, "chunker")`` -> ``knowledge_bases[0].chunker``."""
     text = ""
     for part in path:
+        if isinstance(part, str) and not part.isprintable():  # a key holding a line break
+            part = repr(part)[1:-1]
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
