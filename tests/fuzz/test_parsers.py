@@ -318,6 +318,9 @@ def test_image(filename: str, corruption: Corruption) -> None:
 @given(corruption=corruptions(zip_members=True))
 # zipfile's ValueError (a negative seek) reading a member of a damaged archive
 @example(corruption=Corruption((Delete(0, 59),)))
+# The long run: the package's XML declaration made to say encoding="ttf-8", ElementTree's
+# LookupError
+@example(corruption=Corruption((Flip(30, 1),), member=2))
 @fuzzing
 def test_epub(corruption: Corruption) -> None:
     parses_or_fails_cleanly(EPUBParser(), "cats.epub", corruption)

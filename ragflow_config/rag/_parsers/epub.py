@@ -67,7 +67,8 @@ class EPUBParser(ParserBase):
         with book:
             try:
                 return self._sections(book, filename)
-            except ElementTree.ParseError as exc:
+            except (ElementTree.ParseError, LookupError) as exc:  # LookupError: an XML
+                # declaration naming an encoding Python does not know
                 raise ParserError(filename, f"damaged EPUB book: {exc}") from None
 
     def _sections(self, book: zipfile.ZipFile, filename: str) -> list[Section]:
