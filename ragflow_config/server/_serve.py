@@ -19,7 +19,7 @@ from .._errors import RagflowError
 from ..pipeline import Pipeline
 from ._app import create_app
 from ._service import KnowledgeService, as_pipeline
-from ._settings import ServeOptions
+from ._settings import ACCEPT_BURST, ServeOptions
 from ._stdio import serve_stdio
 from ._transport import bounded_protocol
 
@@ -115,6 +115,7 @@ async def serve_http(
             config = uvicorn.Config(
                 app,
                 http=bounded_protocol(limits),
+                backlog=ACCEPT_BURST,
                 log_level="warning",
                 access_log=False,  # ours logs one line per request, without query strings
                 timeout_keep_alive=math.ceil(options.idle_seconds),

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -100,6 +100,12 @@ def client_failure(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "the vector store did not answer in time; the server's log has the details"
     return "the vector store cannot be reached now; the server's log has the details"
+
+
+def _consume_outcome(task: asyncio.Future[Any]) -> None:
+    """Retrieve a cancelled request's late outcome, so asyncio does not log it as never seen."""
+    if not task.cancelled():
+        task.exception()
 
 
 def as_pipeline(pipeline: Pipeline | str | Path) -> Pipeline:
@@ -433,17 +439,31 @@ class KnowledgeService:
 
     # -- each request within its deadline ------------------------------------------
 
-    async def _bounded(self, what: str, work: Awaitable[T]) -> T:
+    async def _bounded(self, what: str, work: Coroutine[Any, Any, T]) -> T:
         """``work`` (the store and model calls of one request, their retries included)
-        within the request deadline; past it, Unavailable naming ``what``."""
+        within the request deadline; past it, Unavailable naming ``what``.
+
+        Work past the deadline is cancelled but not waited for: a client that
+        is cancelled may itself wait on the hung store (psycopg sends the
+        server a cancel request, with its own connect timeout), and the answer
+        must not.
+        """
+        task = asyncio.ensure_future(work)
         try:
-            return await asyncio.wait_for(work, self._request_timeout)
-        except Unavailable as exc:
-            raise Unavailable(f"{what}: {exc}") from None
-        except asyncio.TimeoutError:
+            done, _ = await asyncio.wait({task}, timeout=self._request_timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if not done:
+            task.cancel()
+            task.add_done_callback(_consume_outcome)
             message = f"{what}: the store did not answer in {self._request_timeout:g} s"
             logger.warning("request failed: %s", message)
-            raise Unavailable(message) from None
+            raise Unavailable(message)
+        try:
+            return task.result()
+        except Unavailable as exc:
+            raise Unavailable(f"{what}: {exc}") from None
 
     async def readiness(self) -> dict[str, Any]:
         """Each knowledge base's collection as the store reports it; Unavailable if it cannot."""

@@ -15,9 +15,12 @@ from ._transport import TransportLimits
 DEFAULT_TOKEN_VARIABLE = "RAGFLOW_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+# Connections accepted in one go when the listening socket is ready (uvicorn's
+# backlog): accepted before the cap closes them, so they need files too.
+ACCEPT_BURST = 64
 # Files a server keeps open besides its connections: the listening socket, logs,
-# the stores' files and sockets, the model.
-RESERVED_FILES = 64
+# the stores' files and sockets, the model; and one burst of accepts.
+RESERVED_FILES = 64 + ACCEPT_BURST
 
 
 class ServeCredential(CredentialBase):

@@ -86,6 +86,10 @@ class _StdinLines:
     def __aiter__(self) -> _StdinLines:
         return self
 
+    def close(self) -> None:
+        """End the lines here, whatever the client does with stdin."""
+        self._lines.put_nowait(None)
+
     async def __anext__(self) -> str:
         line = await self._lines.get()
         if line is None:
@@ -124,10 +128,12 @@ async def serve_stdio(
         stop.set()
 
     # stdio_server is entered first, so stray prints while the stores open go to
-    # stderr, not the protocol; it is cancelled last, once the stores are closed,
-    # as its reader of stdin may wait for a line that never comes.
-    with anyio.CancelScope() as stdio:
-        async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+    # stderr, not the protocol. It ends last, once the stores are closed: its
+    # writer once the last answer is out, its reader once told to stop (the
+    # client may never close stdin).
+    stdin = _StdinLines()
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        try:
             async with KnowledgeService(
                 pipeline, knowledge_bases, request_timeout=options.store_timeout_seconds
             ) as service:
@@ -164,7 +170,9 @@ async def serve_stdio(
                             await server.run(
                                 received, answers, server.create_initialization_options()
                             )
-            stdio.cancel()
+        finally:
+            await write_stream.aclose()
+            stdin.close()
 
 
 @contextlib.contextmanager

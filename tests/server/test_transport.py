@@ -138,8 +138,8 @@ def test_connections_past_the_limit_are_answered_503_and_closed(
     server = server_process(str(indexed), "--max-connections", "3", "--idle-seconds", "60")
     held = [socket.create_connection(_address(server), timeout=60) for _ in range(3)]
     try:
-        answer = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert _json_error(answer) == (503, "the server holds 3 connections")
+        with _connection(server) as fourth:  # answered at once, before it asks anything
+            assert _json_error(_read_all(fourth)) == (503, "the server holds 3 connections")
     finally:
         for sock in held:
             sock.close()
