@@ -286,7 +286,10 @@ async def _run_knowledge_base(
     report = KnowledgeBaseReport(kb.name)
     prints = fingerprint(plan)
     files = list(discover(plan.spec, built.folder))
-    existing = {s.document_id: s for s in await kb.list_documents()}
+    if options.dry_run and await kb.vector_store.collection_dimensions(kb.collection) is None:
+        existing = {}  # nothing is stored yet; listing would create the collection, and a plan writes nothing
+    else:
+        existing = {s.document_id: s for s in await kb.list_documents()}
     managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
     todo = {

@@ -171,6 +171,18 @@ async def test_a_document_stored_without_runner_state_is_rewritten_from_its_file
     assert await stored_chunks(pipeline) == before
 
 
+async def test_a_plan_before_the_first_run_creates_no_collection(tmp_path: Path) -> None:
+    """A plan writes nothing: not even the empty collection that listing would create."""
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    report = await pipeline.run(options=RunOptions(workers=0, dry_run=True))
+    assert {c.action for c in report.knowledge_bases[0].changes} >= {"add"}
+    async with pipeline.build() as built:
+        kb = built.knowledge_base("docs")
+        assert await kb.vector_store.collection_dimensions(kb.collection) is None
+    await pipeline.run(options=IN_PROCESS)  # and the run after it adds what the plan said
+    assert set(await documents(pipeline)) == set(GOOD)
+
+
 async def test_with_prune_off_by_default_a_gone_file_keeps_its_document(tmp_path: Path) -> None:
     pipeline = Pipeline.load(make_project(tmp_path, broken=False))  # the file sets no `prune`
     await pipeline.run(options=IN_PROCESS)
