@@ -381,29 +381,6 @@ class KnowledgeService:
             report[name] = "ready" if present else "empty: not indexed yet"
         return report
 
-    async def _search(
-        self,
-        name: str,
-        query: str,
-        *,
-        top_k: int = 5,
-        score_threshold: float | None = None,
-        where: dict[str, Any] | None = None,
-    ) -> list[VectorSearchResult]:
-        try:
-            flatten_filter(where)
-        except ValueError as exc:
-            raise BadRequest(str(exc).replace("metadata_filter", "filter")) from None
-        kb = await self.knowledge_base(name)
-        if not await self._collection_present(kb):
-            return []
-        try:
-            return await kb.search(
-                [query], top_k=top_k, score_threshold=score_threshold, where=where
-            )
-        except Exception as exc:
-            raise self._failure(exc) from exc
-
     async def _list_documents(self, name: str) -> list[DocumentSummary]:
         kb = await self.knowledge_base(name)
         if not await self._collection_present(kb):
@@ -480,10 +457,23 @@ class KnowledgeService:
     ) -> list[VectorSearchResult]:
         """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope."""
         self.info(name)
-        search = self._search(
-            name, query, top_k=top_k, score_threshold=score_threshold, where=where
-        )
-        return await self._bounded(f"knowledge base {name}", search)
+        try:
+            flatten_filter(where)
+        except ValueError as exc:
+            raise BadRequest(str(exc).replace("metadata_filter", "filter")) from None
+
+        async def search() -> list[VectorSearchResult]:
+            kb = await self.knowledge_base(name)
+            if not await self._collection_present(kb):
+                return []
+            try:
+                return await kb.search(
+                    [query], top_k=top_k, score_threshold=score_threshold, where=where
+                )
+            except Exception as exc:
+                raise self._failure(exc) from exc
+
+        return await self._bounded(f"knowledge base {name}", search())
 
     async def list_documents(self, name: str) -> list[DocumentSummary]:
         """The documents of a knowledge base, by source path."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -22,7 +24,8 @@ DSN_ENV = "RAGFLOW_TEST_SERVE_DSN"
 PGVECTOR = "{type: pgvector, parameters: {dsn_env: " + DSN_ENV + ", max_retries: 0, timeout: 5}}"
 SEARCH = "/v1/knowledge-bases/tutorial/search"
 QUERY = {"query": "read a file line by line", "top_k": 3}
-DRAIN = ("--drain-seconds", "60")
+# Room for a loaded host: the held request outlasts neither the drain nor its deadline.
+DRAIN = ("--drain-seconds", "60", "--store-timeout-seconds", "60")
 
 
 def _tool_call(client: httpx.Client, arguments: dict[str, object]) -> dict[str, object]:
@@ -160,9 +163,11 @@ async def test_a_run_beside_the_server_adds_documents_and_never_shows_half_of_on
     assert server.stop() == 0
 
 
-async def test_sigterm_lets_requests_in_flight_finish(
-    tmp_path: Path, server_process: type[ServerProcess]
-) -> None:
+@contextlib.asynccontextmanager
+async def held_embeddings(
+    folder: Path,
+) -> AsyncIterator[tuple[Path, EmbeddingServer, threading.Event]]:
+    """An indexed pipeline whose embedding service, from now on, holds each request until the gate opens."""
     embeddings = EmbeddingServer()
     embeddings.start()
     gate = threading.Event()
@@ -172,11 +177,20 @@ async def test_sigterm_lets_requests_in_flight_finish(
             + embeddings.url
             + "', model: fake, dimensions: 8}}"
         )
-        file = write_pipeline(tmp_path, embedding=model)
+        file = write_pipeline(folder, embedding=model)
         await index(file)
-        server = server_process(str(file), "--drain-seconds", "60")
-
         embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
+        yield file, embeddings, gate
+    finally:
+        gate.set()
+        embeddings.stop()
+
+
+async def test_sigterm_lets_requests_in_flight_finish(
+    tmp_path: Path, server_process: type[ServerProcess]
+) -> None:
+    async with held_embeddings(tmp_path) as (file, embeddings, gate):
+        server = server_process(str(file), *DRAIN)
         seen = len(embeddings.requests)
         answers: list[httpx.Response] = []
 
@@ -197,26 +211,12 @@ async def test_sigterm_lets_requests_in_flight_finish(
         assert answers[0].json()["hits"]
         assert server.stop() == 0
         assert '"POST /v1/knowledge-bases/tutorial/search" 200' in server.log
-    finally:
-        gate.set()
-        embeddings.stop()
 
 
 async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
     tmp_path: Path,
 ) -> None:
-    embeddings = EmbeddingServer()
-    embeddings.start()
-    gate = threading.Event()
-    try:
-        model = (
-            "{type: openai_compatible, parameters: {base_url: '"
-            + embeddings.url
-            + "', model: fake, dimensions: 8}}"
-        )
-        file = write_pipeline(tmp_path, embedding=model)
-        await index(file)
-        embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
+    async with held_embeddings(tmp_path) as (file, embeddings, gate):
         seen = len(embeddings.requests)
         server = subprocess.Popen(
             [sys.executable, "-m", "ragflow_config.cli", "serve", "--stdio", str(file), *DRAIN],
@@ -272,6 +272,3 @@ async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
             if server.poll() is None:
                 server.kill()
             server.wait()
-    finally:
-        gate.set()
-        embeddings.stop()
