@@ -154,6 +154,12 @@ def _serve(args: argparse.Namespace) -> int:
             options.host,
             args.token_env or DEFAULT_TOKEN_VARIABLE,
         )
+    if not args.stdio and options.every_address and not options.allowed_hosts:
+        logging.getLogger("ragflow_config.server").warning(
+            "serving on %s: a client that names the server by a host name rather than an "
+            "address is refused (DNS rebinding) unless the name is given with --allowed-host",
+            options.host,
+        )
     with contextlib.suppress(KeyboardInterrupt):
         serve(pipeline, stdio=args.stdio, options=options, knowledge_bases=args.kb)
     return EXIT_OK

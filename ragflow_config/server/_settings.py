@@ -147,6 +147,11 @@ class ServeOptions(BaseModel):
             return False
 
     @property
+    def every_address(self) -> bool:
+        """Whether ``host`` is a wildcard (0.0.0.0, ::): every address of the machine."""
+        return self.host in WILDCARD_ADDRESSES
+
+    @property
     def host_names(self) -> frozenset[str]:
         """The names a Host header may carry: the bound address, localhost and ``allowed_hosts``.
 
@@ -154,7 +159,7 @@ class ServeOptions(BaseModel):
         the names the server is reached by go in ``allowed_hosts``.
         """
         names = {"localhost", *(host.lower().rstrip(".") for host in self.allowed_hosts)}
-        if self.host not in WILDCARD_ADDRESSES:
+        if not self.every_address:
             names.add(self.host.lower())
         return frozenset(names)
 

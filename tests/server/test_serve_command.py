@@ -196,4 +196,8 @@ def test_serve_without_a_token_off_loopback_warns_and_no_access_log_keeps_quiet(
         "serving on 0.0.0.0 without a token: anyone who can reach this address can search; "
         "set RAGFLOW_SERVE_TOKEN"
     ) in warnings
+    assert (
+        "serving on 0.0.0.0: a client that names the server by a host name rather than an "
+        "address is refused (DNS rebinding) unless the name is given with --allowed-host"
+    ) in warnings
     assert not [r for r in caplog.records if r.name == ACCESS_LOGGER]
