@@ -211,8 +211,8 @@ def test_a_file_ending_inside_an_unclosed_flow_mapping_gives_file_and_line(
     code, _, err = cli(["validate", CASE])
     assert code == 1
     assert err == (
-        f"{CASE}:5:1: YAML syntax: expected ',' or '}}', but got '<stream end>' "
-        "(while parsing a flow mapping at line 4, column 47)\n"
+        f"{CASE}:5:1: YAML syntax: the file ends inside the {{...}} that opens at line 4, "
+        "column 47: close it with '}'\n"
     )
 
 
@@ -224,8 +224,9 @@ def test_the_var_hint_still_comes_when_the_flow_mapping_holds_an_unquoted_refere
     code, _, err = cli(["validate", CASE])
     assert code == 1
     assert err == (
-        f"{CASE}:4:22: YAML syntax: expected ',' or '}}', but got '{{' (while parsing a flow "
-        'mapping at line 4, column 14); quote a ${VAR} inside a {...} mapping: path: "${VAR}"\n'
+        f"{CASE}:4:22: YAML syntax: the {{...}} that opens at line 4, column 14 is not closed "
+        "where line 4 goes on: close it with '}', and quote a value that holds ', ' or ': '; "
+        'quote a ${VAR} inside a {...} mapping: path: "${VAR}"\n'
     )
 
 
