@@ -153,7 +153,7 @@ def _print_report(report: RunReport, as_json: bool) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
-    progress = None if args.json else Progress(sys.stderr)
+    progress = None if args.json or args.quiet else Progress(sys.stderr)
     try:
         report = asyncio.run(pipeline.run(args.kb, _options(args, False, progress)))
     except KeyboardInterrupt:

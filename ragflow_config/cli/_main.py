@@ -32,13 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
         _serve_command,
     ):
         group.register(commands)
-    return commands.parser
+    return commands.finish()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        # -q wins over -v: a script that asks for quiet gets it.
+        level=logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
     as_json = getattr(args, "json", False)
