@@ -11,6 +11,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from .._errors import ConfigIssue, format_path
@@ -84,6 +85,10 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
         return None, locations, [_reader_issue(display_name, text, exc)]
     except YAMLError as exc:
         return None, locations, [ConfigIssue(display_name, 1, 1, "", f"YAML syntax: {exc}")]
+    except TypeError:  # ruamel hashes a key that is a mapping holding a mapping or a list
+        line, column = _unhashable_key(text)
+        message = "YAML syntax: this key is a mapping or a list; a key is a plain name"
+        return None, locations, [ConfigIssue(display_name, line, column, "", message)]
     except RecursionError:  # ruamel reads nested nodes by recursion: `[[[[...` a thousand deep
         message = (
             f"YAML nested too deeply to read; a pipeline file needs at most {MAX_DEPTH} levels"
@@ -112,6 +117,27 @@ def _unquoted_reference(text: str, exc: MarkedYAMLError) -> bool:
         and _UNQUOTED_REFERENCE.search(lines[mark.line]) is not None
         for mark in marks
     )
+
+
+def _unhashable_key(text: str) -> tuple[int, int]:
+    """Line and column of the first key that is itself a mapping or a list (1, 1 if none).
+
+    Composing builds the nodes without the Python objects, so no key is hashed.
+    """
+    try:
+        stack = [YAML(typ="rt", pure=True).compose(text)]
+    except (YAMLError, RecursionError):
+        return (1, 1)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                if isinstance(key, (MappingNode, SequenceNode)):
+                    return key.start_mark.line + 1, key.start_mark.column + 1
+                stack += [key, value]
+        elif isinstance(node, SequenceNode):
+            stack += node.value
+    return (1, 1)
 
 
 def _reader_issue(display_name: str, text: str, exc: ReaderError) -> ConfigIssue:

@@ -170,6 +170,10 @@ UNCLOSED_FLOW = (
 )
 
 
+# A key that is a mapping holding a mapping: ruamel hashed it and raised TypeError.
+UNHASHABLE_KEY = "version: 1\n{vector_stores: , local: {type: qdrant}}: y\n"
+
+
 @given(text=mutants(list(SEEDS.values())), as_json=st.booleans())
 @example(text=UNCLOSED_FLOW, as_json=False)  # IndexError in the ${VAR} hint (issue 35)
 @example(text=UNCLOSED_FLOW.replace("{type", "{path: ${X}, type"), as_json=False)
@@ -177,6 +181,7 @@ UNCLOSED_FLOW = (
 @example(text="a:" + " [" * 400 + "]" * 400, as_json=False)  # RecursionError in ruamel
 @example(text="a:" + " [" * 100 + "]" * 100, as_json=True)  # RecursionError in the checks
 @example(text=SEEDS["local.yaml"].replace("parameters:", "p\u2028arameters:"), as_json=False)
+@example(text=UNHASHABLE_KEY, as_json=False)  # TypeError in ruamel (long run, stop 34)
 @fuzzing
 def test_validate_reports_a_malformed_file_line_by_line(
     cli: Run, folder: Path, text: str, as_json: bool
@@ -189,6 +194,7 @@ def test_validate_reports_a_malformed_file_line_by_line(
 @example(text=PLANNED)
 @example(text=PLANNED.replace("chunk_size: 256", "chunk_size: {a: 1}"))
 @example(text=PLANNED.replace("parameters:", '"p\\narameters":'))  # long run: a path on 2 lines
+@example(text=UNHASHABLE_KEY)
 @fuzzing
 def test_plan_on_a_malformed_file_says_where_or_plans(cli: Run, folder: Path, text: str) -> None:
     write(folder, text)
@@ -273,3 +279,12 @@ def test_a_key_holding_a_line_break_is_named_on_one_line(cli: Run, folder: Path)
     assert code == 1
     assert "knowledge_bases[0].chunk\\ner: unknown key 'chunk\\ner'" in err
     assert_issues(err)
+
+
+def test_a_key_that_is_a_mapping_is_named_at_its_place(cli: Run, folder: Path) -> None:
+    write(folder, UNHASHABLE_KEY)
+    code, _, err = cli(["validate", CASE])
+    assert code == 1
+    assert (
+        err == f"{CASE}:2:1: YAML syntax: this key is a mapping or a list; a key is a plain name\n"
+    )
