@@ -17,6 +17,7 @@ refused alike, with the same words, whatever store is behind them.
 from __future__ import annotations
 
 import math
+import re
 
 MAX_TOP_K = 50
 MAX_ECHOED_NAME = 200
@@ -37,11 +38,19 @@ def checked_top_k(value: object, *, name: str = "top_k") -> int:
     return value
 
 
+# A query must hold one character that is not blank, as a regular expression
+# says it for the HTTP API's JSON Schema. Python's str.isspace(), JSON Schema's
+# (ECMAScript's) \s and pydantic's (Rust's) \s disagree on U+001C-U+001F and
+# U+FEFF; both are blank here, so the schema, the server and the CLI agree.
+NOT_BLANK = r"[^\s\x1c-\x1f\ufeff]"
+_NOT_BLANK = re.compile(NOT_BLANK)
+
+
 def checked_query(value: object, *, name: str = "query") -> str:
     """``value`` unchanged when it is text with something besides white space."""
     if not isinstance(value, str):
         raise SearchInputError(f"{name} must be a string")
-    if not value.strip():
+    if not _NOT_BLANK.search(value):
         raise SearchInputError(f"{name} is empty; say what to find")
     return value
 

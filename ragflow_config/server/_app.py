@@ -33,6 +33,7 @@ from starlette.routing import BaseRoute, Route
 from .. import __version__
 from .._search_input import (
     MAX_TOP_K,
+    NOT_BLANK,
     SearchInputError,
     checked_query,
     checked_score_threshold,
@@ -69,7 +70,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(
-        min_length=1, pattern=r"\S", description="What to find, in plain words (not blank)."
+        min_length=1, pattern=NOT_BLANK, description="What to find, in plain words (not blank)."
     )
     top_k: StrictInt = Field(
         default=5,
@@ -80,6 +81,7 @@ class SearchRequest(BaseModel):
     score_threshold: float | None = Field(
         default=None,
         allow_inf_nan=False,
+        strict=True,  # a number, not "0"
         description="Drop hits scoring below this (the store's metric scale); a finite number.",
     )
     filter: dict[str, Any] | None = Field(
