@@ -34,7 +34,6 @@ from .. import __version__
 from .._search_input import (
     MAX_TOP_K,
     NOT_BLANK,
-    SearchInputError,
     checked_query,
     checked_score_threshold,
     echoed,
@@ -281,9 +280,8 @@ async def search(request: Request) -> Response:
         raise BadRequest("the request body must be a JSON object")
     try:
         query = SearchRequest.model_validate(payload)
-    except (ValidationError, SearchInputError) as exc:
-        message = _validation_message(exc) if isinstance(exc, ValidationError) else str(exc)
-        raise BadRequest(message) from None
+    except ValidationError as exc:  # _search_input's checks too, as field validators
+        raise BadRequest(_validation_message(exc)) from None
     request.state.query = query.query
     if len(query.query) > options.max_query_chars:
         raise BadRequest(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hmac
-import json
 
 from pydantic import SecretStr
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ._guards import send_error
 
 
 class BearerTokenMiddleware:
@@ -40,16 +41,6 @@ class BearerTokenMiddleware:
             if not offered
             else "invalid bearer token"
         )
-        body = json.dumps({"error": {"message": message}}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="ragflow-config"'),
-                ],
-            }
+        await send_error(
+            send, 401, message, [(b"www-authenticate", b'Bearer realm="ragflow-config"')]
         )
-        await send({"type": "http.response.body", "body": body})

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._search_input import echoed
@@ -32,11 +32,16 @@ logger = logging.getLogger("ragflow_config.server")
 MAX_PLAIN_MESSAGE = 500
 
 
-def error_response(
-    status: int, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    """The API's error: ``{"error": {"message": ...}}`` with ``status``."""
-    return JSONResponse({"error": {"message": message}}, status_code=status, headers=headers)
+def error_body(message: str) -> bytes:
+    """The API's error, ``{"error": {"message": ...}}``, as every route and refusal writes it."""
+    return json.dumps(
+        {"error": {"message": message}}, ensure_ascii=False, separators=(",", ":")
+    ).encode()
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """The API's error with ``status``, as a Starlette response."""
+    return Response(error_body(message), status, headers, media_type="application/json")
 
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:
@@ -81,7 +86,7 @@ class JSONErrorsMiddleware:
                     return
                 body = b"".join(text).decode("utf-8", "replace").strip()
                 status = int(held["status"])
-                await _send_error(send, status, body[:MAX_PLAIN_MESSAGE], held.get("headers", ()))
+                await send_error(send, status, body[:MAX_PLAIN_MESSAGE], held.get("headers", ()))
                 return
             await send(message)
 
@@ -93,14 +98,16 @@ class JSONErrorsMiddleware:
             # tells the client to retry, and returning keeps the server from
             # logging a cancelled request as an application error.
             if not started:
-                await _send_error(send, 503, "the server is shutting down; try again", ())
+                await send_error(send, 503, "the server is shutting down; try again")
 
 
-async def _send_error(
-    send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]]
+async def send_error(
+    send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:
+    """The API's error with ``status``, sent through an ASGI ``send`` (an empty message
+    becomes the status's phrase); ``headers`` go with it, but for its own content headers."""
     phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
-    body = json.dumps({"error": {"message": message or phrase}}).encode()
+    body = error_body(message or phrase)
     kept = [(n, v) for n, v in headers if n not in (b"content-type", b"content-length")]
     await send(
         {

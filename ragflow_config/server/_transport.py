@@ -22,7 +22,6 @@ logged at most once a second (a flood must not flood the log too).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from typing import Any
 
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from ._guards import error_body
 
 logger = logging.getLogger("ragflow_config.server")
 
@@ -79,9 +80,9 @@ class _RefusalLog:
 refusals = _RefusalLog()
 
 
-def error_response(status: int, message: str) -> bytes:
+def refusal(status: int, message: str) -> bytes:
     """A whole HTTP/1.1 response carrying the API's JSON error, closing the connection."""
-    body = json.dumps({"error": {"message": message}}).encode()
+    body = error_body(message)
     return b"".join(
         [
             STATUS_LINE[status],
@@ -210,5 +211,5 @@ class _BoundedProtocol(HttpToolsProtocol):
             cycle.disconnected = True
             cycle.message_event.set()
         if not started:
-            self.transport.write(error_response(status, message))
+            self.transport.write(refusal(status, message))
         self.transport.close()
