@@ -27,25 +27,27 @@ logger = logging.getLogger("ragflow_config.server")
 
 
 class _InFlight:
-    """The ids of the requests read and not yet answered, and whether any remain."""
+    """The ids of the requests read and not yet answered; ``drained()`` waits for none."""
 
     def __init__(self) -> None:
         self._pending: set[Any] = set()
-        self.none = anyio.Event()
-        self.none.set()
+        self._answered = anyio.Event()
 
     def read(self, message: object) -> None:
         if isinstance(message, SessionMessage) and isinstance(
             message.message, types.JSONRPCRequest
         ):
             self._pending.add(message.message.id)
-            self.none = anyio.Event()
 
     def written(self, message: SessionMessage) -> None:
         if isinstance(message.message, (types.JSONRPCResponse, types.JSONRPCError)):
             self._pending.discard(message.message.id)
-            if not self._pending:
-                self.none.set()
+            self._answered.set()
+
+    async def drained(self) -> None:
+        while self._pending:
+            self._answered = anyio.Event()
+            await self._answered.wait()
 
 
 class _StdinLines:
@@ -117,6 +119,7 @@ async def serve_stdio(
     pipeline = as_pipeline(pipeline)
     stop = anyio.Event()
     in_flight = _InFlight()
+    stdin = _StdinLines()
 
     def on_signal(sig: int) -> None:
         if not stop.is_set():
@@ -126,12 +129,12 @@ async def serve_stdio(
                 options.drain_seconds,
             )
         stop.set()
+        stdin.close()  # the input ends here: a line that comes later is never read
 
     # stdio_server is entered first, so stray prints while the stores open go to
     # stderr, not the protocol. It ends last, once the stores are closed: its
-    # writer once the last answer is out, its reader once told to stop (the
-    # client may never close stdin).
-    stdin = _StdinLines()
+    # writer once the last answer is out, its reader once its input ends (the
+    # client may never close stdin, so the server ends it).
     async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
         try:
             async with KnowledgeService(
@@ -142,19 +145,16 @@ async def serve_stdio(
                 answers, to_write = anyio.create_memory_object_stream[SessionMessage](0)
 
                 async def read() -> None:
-                    async with requests, anyio.create_task_group() as reading:
-
-                        async def until_drained() -> None:
-                            await stop.wait()
-                            with anyio.move_on_after(options.drain_seconds):
-                                await in_flight.none.wait()
-                            reading.cancel_scope.cancel()
-
-                        reading.start_soon(until_drained)
+                    async with requests:  # closed once the input has ended and, after
+                        # a signal, nothing is in flight: then the server stops
                         async for message in read_stream:
-                            in_flight.read(message)
                             await requests.send(message)
-                        reading.cancel_scope.cancel()
+                            # Once the server holds it (no await between): an answer
+                            # cannot come before it counts.
+                            in_flight.read(message)
+                        if stop.is_set():
+                            with anyio.move_on_after(options.drain_seconds):
+                                await in_flight.drained()
 
                 async def write() -> None:
                     async with to_write:

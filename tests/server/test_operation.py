@@ -226,26 +226,27 @@ async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
             text=True,
         )
         assert server.stdin is not None and server.stdout is not None
+        calls = (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "search_knowledge", "arguments": {"query": "read a file"}},
+            },
+        )
         try:
-            for message in (
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "test", "version": "1"},
-                    },
-                },
-                {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                {
-                    "jsonrpc": "2.0",
-                    "id": 2,
-                    "method": "tools/call",
-                    "params": {"name": "search_knowledge", "arguments": {"query": "read a file"}},
-                },
-            ):
+            for message in calls:
                 server.stdin.write(json.dumps(message) + "\n")
                 server.stdin.flush()
             assert json.loads(server.stdout.readline())["id"] == 1
@@ -261,11 +262,15 @@ async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
                 line = errors.readline()
                 assert line, "stderr ended before the drain was announced"
             assert server.poll() is None  # still draining: the call is in flight
+            late = {**calls[-1], "id": 3}  # sent after the signal: never read
+            server.stdin.write(json.dumps(late) + "\n")
+            server.stdin.flush()
             gate.set()
             answer = json.loads(server.stdout.readline())
             assert answer["id"] == 2 and "result" in answer, answer
             assert answer["result"]["isError"] is False, answer
             assert "files.md" in answer["result"]["content"][0]["text"]
+            assert server.stdout.readline() == ""  # no answer to the late call: it ended
             assert server.wait(timeout=60) == 0  # not killed by the signal: the stores closed
             assert "Traceback" not in errors.read()
         finally:
