@@ -240,9 +240,12 @@ async def knowledge_base(request: Request) -> Response:
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
+    given = request.query_params.getlist(name)
+    if not given:
         return default
+    if len(given) > 1:  # which one was meant? (the last would win unseen)
+        raise BadRequest(f"{name} is given {len(given)} times; give it once")
+    raw = given[0]
     try:
         value = int(raw)
     except ValueError:
@@ -348,11 +351,21 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
 
     errors = {
         "401": answer("No or a wrong bearer token (when the server has one)", "ErrorResponse"),
+        "503": answer("A store or the embedding service cannot be reached now", "ErrorResponse"),
+    }
+    # What the guards and the transport may answer on any route, before the route itself.
+    every_route = {
         "403": answer(
             "A Host the server does not go by, or an Origin not allowed (DNS rebinding)",
             "ErrorResponse",
         ),
-        "503": answer("A store or the embedding service cannot be reached now", "ErrorResponse"),
+        "408": answer("The request's head or body took too long to arrive", "ErrorResponse"),
+        "414": answer(f"A URL over {options.max_request_line_bytes} bytes", "ErrorResponse"),
+        "431": answer(
+            f"Request headers over {options.max_header_bytes} bytes or "
+            f"{options.max_headers} fields",
+            "ErrorResponse",
+        ),
     }
     name = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}
     document: dict[str, Any] = {
@@ -371,7 +384,6 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Alive", "Health"),
                         "401": errors["401"],
-                        "403": errors["403"],
                     },
                 }
             },
@@ -382,7 +394,6 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Ready", "Readiness"),
                         "401": errors["401"],
-                        "403": errors["403"],
                         "503": answer("Not ready", "Readiness"),
                     },
                 }
@@ -394,7 +405,6 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Names and descriptions", "KnowledgeBasesResponse"),
                         "401": errors["401"],
-                        "403": errors["403"],
                     },
                 }
             },
@@ -406,7 +416,6 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "responses": {
                         "200": answer("Its name and description", "KnowledgeBaseItem"),
                         "401": errors["401"],
-                        "403": errors["403"],
                         "404": answer("No such knowledge base", "ErrorResponse"),
                     },
                 }
@@ -477,6 +486,9 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            operation["responses"].update(every_route)
     if options.token is not None:
         document["security"] = [{"bearer": []}]
     return document
