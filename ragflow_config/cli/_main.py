@@ -11,6 +11,7 @@ from .._errors import ConfigError, RagflowError
 from . import (
     _chat_command,
     _config_commands,
+    _copy_command,
     _eval_command,
     _index_commands,
     _kb_commands,
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         _config_commands,
         _index_commands,
         _kb_commands,
+        _copy_command,
         _eval_command,
         _chat_command,
         _serve_command,

@@ -1,6 +1,7 @@
 """Declarative pipelines: YAML files that define knowledge bases and the middlewares using them."""
 
 from ._build import BuiltPipeline
+from ._copy import CopyRefused, CopyReport, copy_knowledge_base
 from ._pipeline import Pipeline
 from ._registry import ComponentType, Registry, UnknownTypeError, default_registry
 from ._run import Change, KnowledgeBaseReport, RunOptions, RunRefused, RunReport
@@ -9,6 +10,8 @@ __all__ = [
     "BuiltPipeline",
     "Change",
     "ComponentType",
+    "CopyRefused",
+    "CopyReport",
     "KnowledgeBaseReport",
     "Pipeline",
     "Registry",
@@ -16,5 +19,6 @@ __all__ = [
     "RunRefused",
     "RunReport",
     "UnknownTypeError",
+    "copy_knowledge_base",
     "default_registry",
 ]

@@ -27,7 +27,12 @@ def test_every_command_takes_the_global_flags_before_or_after_it(command: str) -
         for action in COMMANDS[command]._actions
         if not action.option_strings and action.required
     }
-    args = ["x"] * len(positionals)
+    required_options = [
+        [action.option_strings[0], "x"]
+        for action in COMMANDS[command]._actions
+        if action.option_strings and action.required  # copy's --from
+    ]
+    args = ["x"] * len(positionals) + [word for option in required_options for word in option]
     quiet = "--quiet" if command == "chat" else "-q"  # chat's -q is its --question
     assert parser.parse_args([command, *args]).verbose is False
     assert parser.parse_args([command, *args]).quiet is False
