@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 
 @dataclass
@@ -100,3 +100,54 @@ class FakeElasticsearch:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+class Documents:
+    """A ``respond`` that keeps indexes of documents: create, exists, and get, index,
+    delete by id, answered as Elasticsearch does (realtime GET, 404 bodies and all)."""
+
+    def __init__(self) -> None:
+        self.indexes: dict[str, dict[str, Any]] = {}  # index -> id -> _source
+        self.mappings: dict[str, Any] = {}  # index -> the mappings it was created with
+
+    def __call__(self, request: Request) -> Reply:
+        # Split before decoding: an id may hold an encoded '/'.
+        index, kind, _id = [*map(unquote, request.path.lstrip("/").split("/", 2)), "", ""][:3]
+        if not kind:
+            if request.method == "HEAD":
+                return (200 if index in self.indexes else 404), None
+            if request.method == "PUT":
+                if index in self.indexes:
+                    return 400, _error("resource_already_exists_exception", index)
+                self.indexes[index] = {}
+                self.mappings[index] = request.json().get("mappings")
+                return 200, {"acknowledged": True, "index": index}
+        if kind != "_doc" or not _id:
+            raise AssertionError(f"unexpected request {request.method} {request.path}")
+        found = {"_index": index, "_id": _id}
+        if request.method in {"PUT", "POST"}:  # ES creates a missing index (unmapped) here
+            documents = self.indexes.setdefault(index, {})
+            result = "updated" if _id in documents else "created"
+            documents[_id] = request.json()
+            return (200 if result == "updated" else 201), {**found, "result": result}
+        if index not in self.indexes:
+            return not_found(index)
+        documents = self.indexes[index]
+        if request.method == "GET":
+            if _id not in documents:
+                return 404, {**found, "found": False}
+            source = documents[_id]
+            wanted = request.query.get("_source")
+            if wanted:
+                source = {k: v for k, v in source.items() if k in wanted.split(",")}
+            return 200, {**found, "found": True, "_source": source}
+        if request.method == "DELETE":
+            if documents.pop(_id, None) is None:
+                return 404, {**found, "result": "not_found"}
+            return 200, {**found, "result": "deleted"}
+        raise AssertionError(f"unexpected request {request.method} {request.path}")
+
+
+def _error(kind: str, index: str) -> dict[str, Any]:
+    error = {"type": kind, "reason": f"index [{index}] already exists", "index": index}
+    return {"error": {"root_cause": [error], **error}, "status": 400}

@@ -144,3 +144,47 @@ def _hello() -> dict[str, Any]:
         "readOnly": False,
         "ok": 1.0,
     }
+
+
+class Collections:
+    """A ``respond`` that keeps documents by ``_id``, for the commands single-document
+    reads and writes send: ``find`` and ``delete`` by ``_id``, ``update`` replacing a
+    document (with upsert, which creates the collection), ``listCollections`` by name."""
+
+    def __init__(self) -> None:
+        self.collections: dict[str, dict[Any, dict[str, Any]]] = {}
+
+    def __call__(self, name: str, command: dict[str, Any]) -> dict[str, Any] | None:
+        if name == "listCollections":
+            wanted = command.get("filter", {}).get("name")
+            names = [n for n in self.collections if wanted in (None, n)]
+            return cursor_reply(command, [{"name": n, "type": "collection"} for n in names])
+        if name == "find":
+            documents = self.collections.get(command["find"], {})
+            found = documents.get(_only_id(command["filter"]))
+            return cursor_reply(command, [] if found is None else [found])
+        if name == "update":
+            documents = self.collections.setdefault(command["update"], {})
+            (update,) = command["updates"]
+            if any(key.startswith("$") for key in update["u"]):
+                raise AssertionError(f"fake mongod replaces documents only: {update}")
+            _id = _only_id(update["q"])
+            existed = _id in documents
+            if not existed and not update.get("upsert"):
+                return {"n": 0, "nModified": 0, "ok": 1.0}
+            documents[_id] = {**update["u"], "_id": _id}
+            if existed:
+                return {"n": 1, "nModified": 1, "ok": 1.0}
+            return {"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": _id}], "ok": 1.0}
+        if name == "delete":
+            documents = self.collections.get(command["delete"], {})
+            (delete,) = command["deletes"]
+            removed = documents.pop(_only_id(delete["q"]), None)
+            return {"n": 0 if removed is None else 1, "ok": 1.0}
+        return None
+
+
+def _only_id(query: dict[str, Any]) -> Any:
+    if set(query) != {"_id"} or isinstance(query["_id"], dict):
+        raise AssertionError(f"fake mongod finds documents by _id only: {query}")
+    return query["_id"]

@@ -19,6 +19,7 @@ from ..._extras import require
 from ..._redact import redact_url
 from ...credential import ElasticsearchCredential, MissingSecretError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
     Scalar,
     StoreParameters,
@@ -317,6 +318,45 @@ class ElasticsearchStore(VectorStoreBase):
         mapping: dict[str, Any] = next(iter(response.body.values()), {})
         return dict(mapping.get("mappings", {}).get("properties", {}))
 
+    async def read_pointer(self, name: str) -> Pointer | None:
+        # A GET by id is realtime (no refresh needed) and never creates the index;
+        # 404 is either no such pointer or no registry.
+        response = await self._call(
+            lambda: self.client.options(ignore_status=404).get(
+                index=POINTER_REGISTRY, id=name, source=["pointer"]
+            )
+        )
+        assert response is not None
+        body = response.body
+        if not body.get("found"):
+            return None
+        return Pointer.model_validate(body["_source"]["pointer"])
+
+    async def write_pointer(self, name: str, pointer: Pointer) -> None:
+        # One document per pointer, indexed whole: ES replaces a document atomically.
+        if not await self.has_collection(POINTER_REGISTRY):
+            await self._call(
+                lambda: self.client.indices.create(
+                    index=POINTER_REGISTRY, mappings=POINTER_MAPPINGS
+                ),
+                tolerate=frozenset({"resource_already_exists_exception"}),  # a concurrent create
+            )
+        document = {"name": name, "pointer": pointer.model_dump(mode="json")}
+        await self._call(
+            lambda: self.client.index(
+                index=POINTER_REGISTRY, id=name, document=document, refresh=self.parameters.refresh
+            )
+        )
+
+    async def delete_pointer(self, name: str) -> None:
+        if not await self.has_collection(POINTER_REGISTRY):
+            return  # a delete must not be what creates the registry
+        await self._call(
+            lambda: self.client.options(ignore_status=404).delete(  # no such pointer
+                index=POINTER_REGISTRY, id=name, refresh=self.parameters.refresh
+            )
+        )
+
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         index = self._index(collection)
@@ -536,6 +576,16 @@ class ElasticsearchStore(VectorStoreBase):
             if len(hits) < _PAGE:
                 return found
             after = hits[-1]["sort"]
+
+
+# The pointer registry's documents: the name, and the record, kept but not indexed.
+POINTER_MAPPINGS: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "name": {"type": "keyword"},
+        "pointer": {"type": "object", "enabled": False},
+    },
+}
 
 
 def index_name_problem(name: str) -> str | None:

@@ -16,6 +16,7 @@ from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._pointer import POINTER_REGISTRY, Pointer
 from .base import StoreParameters, VectorStoreBase, flatten_filter, refuse_unencodable, with_retries
 
 T = TypeVar("T")
@@ -332,6 +333,23 @@ class MongoDBStore(VectorStoreBase):
             pause = min(_INDEX_POLL_SECONDS[1], pause * 2)
             found = await self._search_index(name)
             index = found if found is not None else {"status": "not listed yet"}
+
+    async def read_pointer(self, name: str) -> Pointer | None:
+        registry = self._collection(POINTER_REGISTRY)
+        # A find on a collection that does not exist finds nothing and creates nothing.
+        found = await self._call(lambda: registry.find_one({"_id": name}))
+        return None if found is None else Pointer.model_validate_json(found["pointer"])
+
+    async def write_pointer(self, name: str, pointer: Pointer) -> None:
+        registry = self._collection(POINTER_REGISTRY)
+        # One document per pointer, replaced whole (single-document writes are
+        # atomic); the first upsert creates the collection.
+        document = {"_id": name, "pointer": pointer.model_dump_json()}
+        await self._call(lambda: registry.replace_one({"_id": name}, document, upsert=True))
+
+    async def delete_pointer(self, name: str) -> None:
+        registry = self._collection(POINTER_REGISTRY)
+        await self._call(lambda: registry.delete_one({"_id": name}))
 
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
