@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..pipeline import Pipeline, RunOptions, RunReport
+from ..pipeline._generations import Rebuild
 from ._arguments import int_between
 from ._output import EXIT_ERROR, EXIT_OK, EXIT_PENDING, Interrupted, plural, print_json
 from ._parser import Commands
@@ -142,6 +143,8 @@ def _print_report(report: RunReport, as_json: bool) -> None:
             f"empty {kb.count('empty')}, failed {kb.failures}; "
             f"{plural(kb.chunks, 'chunk')} written"
         )
+        if kb.rebuild:
+            _print_rebuild(kb.name, kb.rebuild, report.dry_run)
         if kb.aborted:
             print(
                 f"{kb.name}: stopped at the first failure (on_error: fail): {kb.aborted}",
@@ -149,6 +152,29 @@ def _print_report(report: RunReport, as_json: bool) -> None:
             )
     files = sum(len(kb.changes) for kb in report.knowledge_bases)
     print(f"{plural(files, 'file')} in {report.seconds:.1f}s")
+
+
+def _print_rebuild(name: str, rebuild: Rebuild, dry_run: bool) -> None:
+    if dry_run:
+        print(
+            f"{name}: would rebuild beside the live collection {rebuild.live} "
+            f"({', '.join(rebuild.changed)} changed): "
+            f"about {plural(rebuild.chunks_to_embed, 'chunk')} to embed into {rebuild.target}, "
+            "then switch"
+        )
+    elif rebuild.switched:
+        retired = f"; deleted {', '.join(rebuild.retired)}" if rebuild.retired else ""
+        print(
+            f"{name}: rebuilt beside {rebuild.live} and switched to {rebuild.target}; "
+            f"`ragflow-config rollback` switches back{retired}"
+        )
+    elif rebuild.waiting:
+        print(f"{name}: rebuilding into {rebuild.target}: {rebuild.waiting}")
+    elif rebuild.blocked:
+        print(
+            f"{name}: rebuild into {rebuild.target} not switched to: {rebuild.blocked}",
+            file=sys.stderr,
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -189,7 +215,11 @@ _DRIFT = {
 def _verify(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
     # Reporting drift never refuses; only --fix deletes, behind the mass-deletion guard.
-    options = RunOptions(dry_run=not args.fix, prune=True, force=args.force or not args.fix)
+    # The live collection as it is: a pipeline change shows as drift, which --fix
+    # repairs by a rebuild beside it.
+    options = RunOptions(
+        dry_run=not args.fix, prune=True, force=args.force or not args.fix, beside=args.fix
+    )
     report = asyncio.run(pipeline.run(args.kb, options))
     if args.fix:
         _print_report(report, args.json)

@@ -1,4 +1,4 @@
-"""Commands on one knowledge base's contents: search, list, delete, reset."""
+"""Commands on one knowledge base's contents: search, list, delete, reset, rollback."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Pipeline
+from ..pipeline._generations import rollback
+from ..rag import KnowledgeBase
 from ._arguments import JoinedQuery, score_threshold, top_k
 from ._output import EXIT_ERROR, EXIT_OK, plural, print_error, print_json
 from ._parser import Commands
@@ -52,6 +54,15 @@ def register(commands: Commands) -> None:
     )
     _file_and_kb(reset)
     reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    back = commands.add(
+        "rollback",
+        _rollback,
+        "switch a knowledge base back to the collection its last rebuild replaced; the "
+        "current one is kept, so the next run switches to it again without embedding",
+    )
+    _file_and_kb(back)
+    back.add_argument("--json", action="store_true", help="print the collections as JSON")
 
 
 def _file_and_kb(parser: argparse.ArgumentParser) -> None:
@@ -132,11 +143,15 @@ def _list(args: argparse.Namespace) -> int:
 
     async def listing() -> int:
         async with pipeline.build([args.kb]) as built:
-            documents = await built.knowledge_base(args.kb).list_documents()
+            kb = built.knowledge_base(args.kb)
+            documents = await kb.list_documents()
+            collections = await _collections(kb)
         documents.sort(key=lambda d: d.source)
         if args.json:
             print_json([d.model_dump(mode="json") for d in documents])
         else:
+            if collections:
+                print(f"collections: {collections}")
             for document in documents:
                 print(
                     f"{document.document_id}  {plural(document.chunk_count, 'chunk'):>10}  "
@@ -194,3 +209,40 @@ def _reset(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return asyncio.run(reset())
+
+
+async def _collections(kb: KnowledgeBase) -> str:
+    """Which collections hold the knowledge base, and which of them is read, in one line;
+    nothing before its first rebuild, when its collection is the only one."""
+    pointer = await kb.read_pointer()
+    if pointer is None:
+        return ""
+    read = await kb.live_collection()
+    names = [
+        f"{g.collection} ({'live' if i == 0 else 'previous'}"
+        + (", read by this pipeline" if g.collection == read and i else "")
+        + ")"
+        for i, g in enumerate(pointer.generations)
+    ]
+    if pointer.building is not None:
+        names.append(f"{pointer.building.collection} (being rebuilt)")
+    return ", ".join(names)
+
+
+def _rollback(args: argparse.Namespace) -> int:
+    pipeline = Pipeline.load(args.file)
+
+    async def back() -> int:
+        async with pipeline.build([args.kb]) as built:
+            pointer = await rollback(built.knowledge_base(args.kb))
+        names = [g.collection for g in pointer.generations]
+        if args.json:
+            print_json({"live": names[0], "previous": names[1:]})
+        else:
+            print(
+                f"{args.kb}: {names[0]} is live again; {names[1]} is kept, and the next run "
+                "of a pipeline that built it switches back to it without embedding"
+            )
+        return EXIT_OK
+
+    return asyncio.run(back())

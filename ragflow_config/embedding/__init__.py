@@ -11,6 +11,7 @@ from ._base import (
     EmbeddingParameters,
     EmbeddingResponse,
     EmbeddingUsage,
+    vectors_digest,
 )
 from ._cache import EmbeddingCacheBase, FileEmbeddingCache
 from ._card import EmbeddingModelCard
@@ -58,4 +59,5 @@ __all__ = [
     "OllamaEmbeddingModel",
     "OpenAICompatibleEmbeddingModel",
     "OpenAIEmbeddingModel",
+    "vectors_digest",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import time
 import weakref
@@ -389,3 +391,20 @@ class _Batcher:
         finally:
             self._running -= 1
             self._start_batches()
+
+
+def vectors_digest(model: EmbeddingModelBase) -> str:
+    """A short digest of what makes ``model``'s vectors: its kind, name, dimensions and
+    the vector-shaping settings given other than their default.
+
+    Vectors of equal digests are comparable: a query embedded by one model can
+    be searched among another's. A plugin's model may have parameters of its
+    own kind, which only its name and dimensions describe.
+    """
+    described: list[Any] = [type(model).__name__, model.model, model.dimensions]
+    parameters = model.parameters
+    if isinstance(parameters, EmbeddingParameters) and (
+        shaping := parameters.vector_settings_changed()
+    ):
+        described.append(shaping)
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:16]

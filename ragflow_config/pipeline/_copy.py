@@ -22,11 +22,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import RagflowError
+from .._errors import CollectionMismatchError, RagflowError
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, RetrievalSettings, VectorStoreBase
 from ._build import build_component
+from ._generations import state as _state
 from ._registry import Registry
-from ._run import STATE_KEY, fingerprint
+from ._run import fingerprint
 from ._spec import VectorStoreBlock
 
 if TYPE_CHECKING:
@@ -212,15 +213,20 @@ async def _source_documents(source: KnowledgeBase, where: str) -> list[DocumentS
     missing collection, and refuses one of other dimensions with advice
     (``reset``) that does not fit a copy.
     """
-    # The collection by its name, as `run`'s dry run checks it; everything
-    # after this goes through the handle's public methods.
-    dimensions = await source.vector_store.collection_dimensions(source.collection)
+    # The collection the source's pointer says is live for this model (the
+    # collection's own name before any rebuild); then the handle's public methods.
+    try:
+        collection = await source.live_collection()
+    except CollectionMismatchError as exc:
+        raise CopyRefused(f"{where}: {exc}") from exc
+    source = source.pinned(collection)
+    dimensions = await source.vector_store.collection_dimensions(collection)
     if dimensions is None:
-        raise CopyRefused(f"{where} has no collection {source.collection!r}: nothing to copy")
+        raise CopyRefused(f"{where} has no collection {collection!r}: nothing to copy")
     model = source.embedding_model
     if dimensions != model.dimensions:
         raise CopyRefused(
-            f"{source.name}: collection {source.collection!r} in {where} holds {dimensions}-"
+            f"{source.name}: collection {collection!r} in {where} holds {dimensions}-"
             f"dimensional vectors, but this file's embedding ({model.model}) makes "
             f"{model.dimensions}-dimensional ones: the embedding differs. Use "
             f"`ragflow-config run` to index {source.name} instead"
@@ -229,15 +235,10 @@ async def _source_documents(source: KnowledgeBase, where: str) -> list[DocumentS
     if not documents:
         scope = " within its metadata_filter" if source.metadata_filter else ""
         raise CopyRefused(
-            f"collection {source.collection!r} in {where} holds no document of "
+            f"collection {collection!r} in {where} holds no document of "
             f"{source.name}{scope}: nothing to copy"
         )
     return sorted(documents, key=lambda summary: summary.document_id)
-
-
-def _state(summary: DocumentSummary | Chunk) -> dict[str, Any]:
-    state = summary.metadata.get(STATE_KEY)
-    return state if isinstance(state, dict) else {}
 
 
 def _holds(summary: DocumentSummary, revision: str) -> bool:

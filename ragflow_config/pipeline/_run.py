@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
-from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, EmbeddingParameters
+from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, vectors_digest
 from ..executors import ExecutorBase, StartedExecutor
 from ..executors.local import parse_and_chunk
 from ..message import TextBlock
@@ -35,6 +35,17 @@ from ..rag import Chunk, DocumentSummary, KnowledgeBase
 from ..rag._media_types import detect
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
+from ._generations import (
+    STATE_KEY,
+    Rebuild,
+    begin,
+    check,
+    rebuild_reasons,
+    retire,
+    switch,
+    target_name,
+)
+from ._generations import state as _state
 from ._registry import default_registry
 from ._sources import SourceFile, content_hash, discover, document_id
 
@@ -50,7 +61,6 @@ Action = Literal[
     "failed",
     "unreadable",
 ]
-STATE_KEY = "ragflow"
 _READ_INLINE_BYTES = 1 << 20
 
 
@@ -80,6 +90,8 @@ class KnowledgeBaseReport:
     changes: list[Change] = field(default_factory=list)
     fingerprint_changes: list[str] = field(default_factory=list)
     aborted: str | None = None
+    rebuild: Rebuild | None = None
+    live_collection: str = ""
 
     def count(self, action: Action) -> int:
         return sum(1 for change in self.changes if change.action == action)
@@ -94,6 +106,8 @@ class KnowledgeBaseReport:
 
     @property
     def pending(self) -> bool:
+        if self.rebuild is not None and not self.rebuild.switched:
+            return True
         return any(c.action in ("add", "update", "repair", "delete") for c in self.changes)
 
     def as_dict(self) -> dict[str, Any]:
@@ -118,6 +132,8 @@ class KnowledgeBaseReport:
             "chunks_written": self.chunks,
             "fingerprint_changes": self.fingerprint_changes,
             "aborted": self.aborted,
+            "live_collection": self.live_collection,
+            "rebuild": self.rebuild.as_dict() if self.rebuild else None,
             "changes": [asdict(c) for c in self.changes],
         }
 
@@ -130,7 +146,10 @@ class RunReport:
 
     @property
     def failed(self) -> bool:
-        return any(kb.failures or kb.aborted for kb in self.knowledge_bases)
+        return any(
+            kb.failures or kb.aborted or (kb.rebuild and kb.rebuild.blocked)
+            for kb in self.knowledge_bases
+        )
 
     @property
     def pending(self) -> bool:
@@ -154,6 +173,9 @@ class RunOptions:
     force: bool = False  # go past the mass-deletion guard
     on_fingerprint_change: Literal["reindex", "refuse"] = "reindex"
     repair: bool = True
+    # A change of what makes the vectors rebuilds beside the live collection and
+    # switches; off, the live one is compared with the sources as it is (`verify`).
+    beside: bool = True
     workers: int | None = None  # parser processes; 0 parses in this process
     executor: str | None = None  # a registered executor type, with its defaults: not `execution`'s
     max_bytes_in_flight: int = 64 << 20  # the files held at once, by size (a larger one goes alone)
@@ -171,42 +193,25 @@ def fingerprint(plan: IndexingPlan) -> dict[str, str]:
     One short digest per part, so a change can be named without every chunk
     carrying the whole description.
     """
-    model = plan.knowledge_base.embedding_model
     chunker = {"type": plan.spec.chunker.type, **plan.chunker.parameters.fingerprint_settings()}
     parsers = [
         {"type": block.type, **parser.parameters.fingerprint_settings()}
         for block, parser in zip(plan.spec.parsers, plan.parsers, strict=True)
     ]
-    embedding: list[Any] = [type(model).__name__, model.model, model.dimensions]
-    # Settings that change the vectors (minilm's max_length, say); a plugin's model
-    # may have parameters of its own kind, which only its name and dimensions describe.
-    parameters = model.parameters
-    if isinstance(parameters, EmbeddingParameters) and (
-        shaping := parameters.vector_settings_changed()
-    ):
-        embedding.append(shaping)
-    parts = {
-        "embedding": embedding,
-        "chunker": chunker,
-        "parsers": parsers,
-    }
+    parts: dict[str, Any] = {"chunker": chunker, "parsers": parsers}
     retrieval = plan.knowledge_base.retrieval
     if retrieval.lexical:  # absent in dense mode, so dense fingerprints stay as they were
         parts["lexical"] = retrieval.index_settings()
-    return {
+    prints = {
         name: hashlib.sha256(json.dumps(part, sort_keys=True).encode()).hexdigest()[:16]
         for name, part in parts.items()
     }
+    return {"embedding": vectors_digest(plan.knowledge_base.embedding_model), **prints}
 
 
 def _revision(file_hash: str, prints: dict[str, str]) -> str:
     key = file_hash + json.dumps(prints, sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def _state(stored: DocumentSummary | Chunk) -> dict[str, Any]:
-    state = stored.metadata.get(STATE_KEY)
-    return state if isinstance(state, dict) else {}
 
 
 def _complete(state: dict[str, Any]) -> bool:
@@ -286,11 +291,14 @@ async def _run_knowledge_base(
     report = KnowledgeBaseReport(kb.name)
     prints = fingerprint(plan)
     files = list(discover(plan.spec, built.folder))
-    if options.dry_run and await kb.vector_store.collection_dimensions(kb.collection) is None:
-        existing = {}  # nothing is stored yet; listing would create the collection, and a plan writes nothing
-    else:
-        existing = {s.document_id: s for s in await kb.list_documents()}
-    managed = {doc_id: s for doc_id, s in existing.items() if _state(s)}
+    pointer = await kb.read_pointer()
+    if pointer is not None and pointer.retiring and not options.dry_run:
+        await retire(kb, pointer)  # a run killed between its switch and the deletions
+        pointer = await kb.read_pointer()
+    live = pointer.live.collection if pointer is not None else kb.collection
+    report.live_collection = live
+    live_documents = await _documents(kb.pinned(live))
+    managed = {doc_id: s for doc_id, s in live_documents.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
     todo = {
         doc_id: file
@@ -313,13 +321,37 @@ async def _run_knowledge_base(
             "re-run without --refuse-on-fingerprint-change to re-index every document"
         )
 
+    reasons = await rebuild_reasons(kb, live, stale_prints) if options.beside else []
+    if reasons:
+        target = target_name(kb, prints)
+        write_kb = kb.pinned(target)
+        existing = await _documents(write_kb)
+        report.rebuild = Rebuild(
+            live,
+            target,
+            reasons,
+            chunks_to_embed=sum(
+                summary.chunk_count
+                for doc_id, summary in managed.items()
+                if doc_id in wanted and not _whole(existing.get(doc_id))
+            ),
+        )
+        if not options.dry_run:
+            await begin(kb, pointer, report.rebuild, prints, live_documents.values())
+        rebuilt_because = f"pipeline changed: {', '.join(reasons)}"
+    else:
+        write_kb = kb.pinned(live)
+        existing = live_documents
+
+    # In place, a document whose file is gone is deleted when pruning; a rebuild
+    # carries only the files it finds, and clears what an earlier attempt left of others.
     prune = (plan.spec.prune if options.prune is None else options.prune) and not options.shard
     gone = [
         s
         for doc_id, s in managed.items()
         if doc_id not in wanted and in_shard(doc_id, options.shard)
     ]
-    if prune and managed and not options.force:
+    if (prune or report.rebuild) and gone and not options.force:
         share = len(gone) / len(managed)
         if share > plan.spec.max_delete_fraction:
             raise RunRefused(
@@ -343,11 +375,14 @@ async def _run_knowledge_base(
             return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
+        if report.rebuild and change.action == "add" and doc_id in managed:
+            change = Change("update", file.relative, doc_id, rebuilt_because)
         writes = change.action in ("add", "update", "repair") and not options.dry_run
         ahead.decided(writes)
         if writes:
             change = await _write(
                 plan,
+                write_kb,
                 change,
                 file,
                 data,
@@ -393,6 +428,8 @@ async def _run_knowledge_base(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         report.aborted = str(abort)
+        if report.rebuild:
+            report.rebuild.blocked = "the run stopped at a failure"
         return _sorted(report)
     except BaseException:
         for task in tasks:
@@ -402,9 +439,16 @@ async def _run_knowledge_base(
 
     for summary in gone:
         path = _state(summary).get("path", summary.source)
-        if prune:
+        if report.rebuild:
+            change = Change(
+                "delete",
+                path,
+                summary.document_id,
+                "source file is gone: a rebuild carries only the files it finds",
+            )
+        elif prune:
             if not options.dry_run:
-                await kb.delete_document(summary.document_id)
+                await write_kb.delete_document(summary.document_id)
             change = Change("delete", path, summary.document_id, "source file is gone")
         elif options.shard:
             reason = "source file is gone; a shard leaves pruning to `run --prune-only`"
@@ -414,7 +458,51 @@ async def _run_knowledge_base(
         report.changes.append(change)
         if options.progress:
             options.progress(kb.name, change)
+    if report.rebuild and not options.dry_run:
+        await _finish_rebuild(plan, write_kb, report, report.rebuild, wanted, managed, options)
     return _sorted(report)
+
+
+async def _documents(kb: KnowledgeBase) -> dict[str, DocumentSummary]:
+    """The documents of ``kb``'s scope in its (pinned) collection, by id, whatever vectors
+    it was built for; none when it does not exist, which this does not create."""
+    store, collection = kb.vector_store, await kb.live_collection()
+    if not await store.has_collection(collection):
+        return {}
+    return {s.document_id: s for s in await store.list_documents(collection, kb.metadata_filter)}
+
+
+def _whole(summary: DocumentSummary | None) -> bool:
+    state = _state(summary) if summary is not None else {}
+    return summary is not None and _complete(state) and state.get("chunks") == summary.chunk_count
+
+
+async def _finish_rebuild(
+    plan: IndexingPlan,
+    write_kb: KnowledgeBase,
+    report: KnowledgeBaseReport,
+    rebuild: Rebuild,
+    wanted: dict[str, SourceFile],
+    live_documents: dict[str, DocumentSummary],
+    options: RunOptions,
+) -> None:
+    """Clear what the rebuilt collection holds of gone files, check it, and switch to it."""
+    kb = plan.knowledge_base
+    built = {s.document_id: s for s in await write_kb.list_documents()}
+    for doc_id in [doc_id for doc_id in built if doc_id not in wanted]:
+        await write_kb.delete_document(doc_id)
+        del built[doc_id]
+    if options.shard:
+        rebuild.waiting = "a shard builds a part: `run --prune-only` switches once every shard ran"
+        return
+    skipped = {c.document_id for c in report.changes if c.action in ("unsupported", "empty")}
+    problem = await check(
+        write_kb, built, live_documents, wanted, skipped, report.failures, fingerprint(plan)
+    )
+    if problem is not None:
+        rebuild.blocked = f"{problem}; the live collection {rebuild.live} stays live"
+        return
+    await switch(kb, rebuild, plan.spec.keep_previous)
 
 
 def in_shard(doc_id: str, shard: tuple[int, int] | None) -> bool:
@@ -554,6 +642,7 @@ async def _prepare(
 
 async def _write(
     plan: IndexingPlan,
+    kb: KnowledgeBase,
     change: Change,
     file: SourceFile,
     data: bytes,
@@ -563,7 +652,6 @@ async def _write(
     processes: StartedExecutor | None,
     files_ahead: int,
 ) -> Change:
-    kb = plan.knowledge_base
     prepared = await _prepare(plan, change, file, data, processes, files_ahead)
     if isinstance(prepared, Change):
         return prepared

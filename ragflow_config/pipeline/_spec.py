@@ -194,6 +194,13 @@ class KnowledgeBaseSpec(_Strict):
         description="A run or plan that would delete more than this share of the documents "
         "refuses unless forced: an empty checkout must not wipe an index.",
     )
+    keep_previous: int = Field(
+        default=1,
+        ge=0,
+        le=10,
+        description="Collections kept after a rebuild beside the live one switches, for "
+        "`rollback`: each holds a whole copy of the knowledge base. Older ones are deleted.",
+    )
     evaluation: EvaluationSpec | None = Field(default=None, description="Retrieval quality gate.")
     retrieval: RetrievalSettings = Field(
         default_factory=RetrievalSettings,

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CollectionMismatchError
-from ..embedding._base import EmbeddingInput, EmbeddingModelBase
+from ..embedding._base import EmbeddingInput, EmbeddingModelBase, vectors_digest
 from ..message import DataBlock, TextBlock
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
+from ._stores._pointer import Pointer
 from ._stores.base import VectorStoreBase, flatten_filter
 
 if TYPE_CHECKING:  # rerankers import rag's types
@@ -35,6 +38,14 @@ class KnowledgeBase:
     The store must already be entered (``async with store:``); the handle
     performs no I/O until first used, then creates the collection sized to
     ``embedding_model.dimensions``.
+
+    ``collection`` names the knowledge base's data. Once a run has rebuilt it
+    beside the live collection (a pipeline change that makes other vectors),
+    the store's pointer says which physical collection is live; every
+    operation reads the pointer once and works on that collection, so a
+    search sees one collection whole, never two. A handle whose model did not
+    build the live collection reads the latest kept one its model did (a
+    server started before the switch goes on answering as it did).
 
     ``retrieval`` chooses how ``search`` ranks (``_retrieval``): by the
     embedding's similarity (``dense``, the default), by BM25 over analysed
@@ -78,8 +89,10 @@ class KnowledgeBase:
         self._collection = collection
         self._metadata_filter = dict(metadata_filter) if metadata_filter else None
         self._scope = scope_key(self._metadata_filter)
-        self._ready = False
+        self._pinned: str | None = None
+        self._ready_for: str | None = None  # the physical collection checked last
         self._ready_lock = asyncio.Lock()
+        self._warned_not_live: str | None = None
 
     @property
     def embedding_model(self) -> EmbeddingModelBase:
@@ -101,40 +114,100 @@ class KnowledgeBase:
     def metadata_filter(self) -> dict[str, Any] | None:
         return dict(self._metadata_filter) if self._metadata_filter else None
 
+    @property
+    def pointer_name(self) -> str:
+        """The name of this knowledge base's pointer: its collection, and its scope if any.
+
+        Knowledge bases of different scopes may share a collection; each is
+        rebuilt and switched on its own.
+        """
+        if not self._scope:
+            return self._collection
+        return f"{self._collection}@{hashlib.sha256(self._scope.encode()).hexdigest()[:16]}"
+
     def __repr__(self) -> str:
         return f"KnowledgeBase(name={self.name!r}, collection={self.collection!r})"
 
-    async def ensure_collection(self) -> None:
-        """Create the collection on first use; refuse one built for other vectors."""
-        if self._ready:
-            return
+    def pinned(self, collection: str) -> KnowledgeBase:
+        """This knowledge base working on the physical ``collection``, past its pointer:
+        how a run fills a collection before switching to it, or works on the live one."""
+        twin = copy.copy(self)
+        twin._pinned = collection
+        twin._ready_for = None
+        twin._ready_lock = asyncio.Lock()
+        return twin
+
+    async def read_pointer(self) -> Pointer | None:
+        """The store's pointer for this knowledge base, or ``None`` before its first rebuild."""
+        return await self._vector_store.read_pointer(self.pointer_name)
+
+    async def live_collection(self) -> str:
+        """The physical collection this handle works on now (see the class's docstring)."""
+        if self._pinned is not None:
+            return self._pinned
+        pointer = await self.read_pointer()
+        if pointer is None:
+            return self._collection
+        own = vectors_digest(self._embedding_model)
+        for generation in pointer.generations:
+            if generation.embedding == own:
+                if (
+                    generation is not pointer.live
+                    and self._warned_not_live != pointer.live.collection
+                ):
+                    self._warned_not_live = pointer.live.collection
+                    logger.warning(
+                        "%s: the live collection %s was built by another embedding model than "
+                        "%s; reading %s, the latest kept one built by it, until this handle "
+                        "is made from the pipeline that built the live one",
+                        self.name,
+                        pointer.live.collection,
+                        self._embedding_model.model,
+                        generation.collection,
+                    )
+                return generation.collection
+        raise CollectionMismatchError(
+            f"knowledge base {self.name!r}: its live collection {pointer.live.collection!r} "
+            f"was built by another embedding model than "
+            f"{type(self._embedding_model).__name__} ({self._embedding_model.model}), and no "
+            "kept collection was built by it; run the pipeline, which rebuilds it beside the "
+            "live one and switches"
+        )
+
+    async def ensure_collection(self) -> str:
+        """The physical collection to work on, created on first use; refuse one built
+        for other vectors."""
+        collection = await self.live_collection()
+        if self._ready_for == collection:
+            return collection
         async with self._ready_lock:
-            if self._ready:
-                return
+            if self._ready_for == collection:
+                return collection
             expected = self._embedding_model.dimensions
             store = self._vector_store
-            found = await store.collection_dimensions(self._collection)
+            found = await store.collection_dimensions(collection)
             if found is None:
                 if self._retrieval.lexical:
-                    await store.create_lexical_collection(self._collection, expected)
+                    await store.create_lexical_collection(collection, expected)
                 else:
-                    await store.create_collection(self._collection, expected)
+                    await store.create_collection(collection, expected)
             elif found != expected:
                 raise CollectionMismatchError(
-                    f"collection {self._collection!r} holds {found}-dimensional vectors, but "
+                    f"collection {collection!r} holds {found}-dimensional vectors, but "
                     f"{type(self._embedding_model).__name__} ({self._embedding_model.model}) "
                     f"makes {expected}-dimensional ones; use another collection, or start "
                     f"over with `ragflow-config reset <pipeline file> {self.name}` "
                     "(KnowledgeBase.clear() in Python)"
                 )
-            elif self._retrieval.lexical and not await store.has_lexical(self._collection):
+            elif self._retrieval.lexical and not await store.has_lexical(collection):
                 raise CollectionMismatchError(
-                    f"collection {self._collection!r} was built without a lexical side, which "
+                    f"collection {collection!r} was built without a lexical side, which "
                     f"retrieval mode {self._retrieval.mode!r} needs; use another collection, or "
                     f"start over with `ragflow-config reset <pipeline file> {self.name}` "
                     "(KnowledgeBase.clear() in Python)"
                 )
-            self._ready = True
+            self._ready_for = collection
+            return collection
 
     async def insert_document(
         self,
@@ -177,7 +250,7 @@ class KnowledgeBase:
         prepared = self._prepare(chunks, document_metadata or {})
         if not prepared:
             return document_id
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         if embeddings is not None:
             self._check_vectors(embeddings, len(prepared))
         # Last chunk first, so chunk 0 lands in the last batch.
@@ -206,10 +279,10 @@ class KnowledgeBase:
                     for vector, chunk in zip(vectors, batch_chunks, strict=True)
                 ]
                 writing = True
-                await self._vector_store.insert(self._collection, records)
+                await self._vector_store.insert(collection, records)
         except BaseException:
             if writing:
-                await self._remove_partial(document_id)
+                await self._remove_partial(document_id, collection)
             raise
         return document_id
 
@@ -284,9 +357,9 @@ class KnowledgeBase:
             for index, chunk in enumerate(embeddable)
         ]
 
-    async def _remove_partial(self, document_id: str) -> None:
+    async def _remove_partial(self, document_id: str, collection: str) -> None:
         try:
-            await asyncio.shield(self.delete_document(document_id))
+            await asyncio.shield(self.pinned(collection).delete_document(document_id))
         except Exception:
             logger.exception(
                 "%s: could not remove the partly written document %s", self.name, document_id
@@ -346,14 +419,12 @@ class KnowledgeBase:
         if not usable or top_k <= 0:
             return []
         flatten_filter(where)  # an unusable filter fails before the model is called
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         scope = _deep_merge(where or {}, self._metadata_filter or {}) or None
         response = await self._embedding_model(usable)
         per_query = await asyncio.gather(
             *(
-                self._vector_store.search(
-                    self._collection, vector, top_k=top_k, metadata_filter=scope
-                )
+                self._vector_store.search(collection, vector, top_k=top_k, metadata_filter=scope)
                 for vector in response.embeddings
             )
         )
@@ -376,10 +447,10 @@ class KnowledgeBase:
         if not usable or top_k <= 0:
             return []
         flatten_filter(where)
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         scope = _deep_merge(where or {}, self._metadata_filter or {}) or None
         limit = max(top_k, settings.candidates) if hybrid else top_k
-        store, collection = self._vector_store, self._collection
+        store = self._vector_store
 
         async def lexical(query: EmbeddingInput) -> list[VectorSearchResult]:
             if isinstance(query, DataBlock):
@@ -413,18 +484,18 @@ class KnowledgeBase:
 
     async def list_documents(self) -> list[DocumentSummary]:
         """One summary per document within this knowledge base's scope."""
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         return await self._vector_store.list_documents(
-            self._collection, metadata_filter=self._metadata_filter
+            collection, metadata_filter=self._metadata_filter
         )
 
     async def list_chunks(
         self, document_id: str, *, offset: int = 0, limit: int = 30
     ) -> list[Chunk]:
         """A page of one document's chunks, by ``chunk_index``, within scope."""
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         return await self._vector_store.list_chunks(
-            self._collection,
+            collection,
             document_id,
             offset=offset,
             limit=limit,
@@ -435,10 +506,10 @@ class KnowledgeBase:
         self, document_id: str, *, where: dict[str, Any] | None = None
     ) -> list[tuple[Chunk, list[float]]]:
         """A document's stored chunks with their vectors, within scope (and ``where``)."""
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         scope = _deep_merge(where or {}, self._metadata_filter or {})
         return await self._vector_store.document_vectors(
-            self._collection, document_id, metadata_filter=scope or None
+            collection, document_id, metadata_filter=scope or None
         )
 
     async def delete_document(
@@ -449,22 +520,35 @@ class KnowledgeBase:
         ``where`` narrows the deletion to chunks whose metadata also matches it
         (used to remove an old version's leftover chunks); it can never widen the scope.
         """
-        await self.ensure_collection()
+        collection = await self.ensure_collection()
         scope = _deep_merge(where or {}, self._metadata_filter or {})
-        await self._vector_store.delete(
-            self._collection, document_id, metadata_filter=scope or None
-        )
+        await self._vector_store.delete(collection, document_id, metadata_filter=scope or None)
 
     async def clear(self) -> bool:
         """Delete every document within scope, whatever vectors the collection was built for.
 
-        The collection itself is dropped when nothing is left in it (always,
-        without a ``metadata_filter``), so the next write creates it for this
-        knowledge base's model: the way out of a ``CollectionMismatchError``.
-        Returns whether the collection was dropped.
+        Every collection the pointer keeps (the live one, the previous ones, a
+        rebuild under way) is cleared, and the pointer removed. A collection
+        is dropped when nothing is left in it (always, without a
+        ``metadata_filter``), so the next write creates it for this knowledge
+        base's model: the way out of a ``CollectionMismatchError``. Returns
+        whether every collection was dropped.
         """
-        store, collection = self._vector_store, self._collection
-        self._ready = False
+        self._ready_for = None
+        if self._pinned is not None:
+            return await self._clear_collection(self._pinned)
+        pointer = await self.read_pointer()
+        if pointer is None:
+            return await self._clear_collection(self._collection)
+        kept = [*pointer.generations, *pointer.retiring]
+        if pointer.building is not None:
+            kept.append(pointer.building)
+        dropped = [await self._clear_collection(g.collection) for g in kept]
+        await self._vector_store.delete_pointer(self.pointer_name)
+        return all(dropped)
+
+    async def _clear_collection(self, collection: str) -> bool:
+        store = self._vector_store
         if not await store.has_collection(collection):
             return True
         if self._metadata_filter:

@@ -354,7 +354,7 @@ class KnowledgeService:
         if kb.name in self._present and not ask:
             return True
         try:
-            found = await kb.vector_store.collection_dimensions(kb.collection)
+            found = await kb.vector_store.collection_dimensions(await kb.live_collection())
             if found is None:
                 return False
             await kb.ensure_collection()  # checks the dimensions; creates nothing

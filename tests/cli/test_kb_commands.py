@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_search_filter_narrows_by_metadata_and_nests_with_dots(
     }
 
 
-def test_reset_is_the_way_out_of_a_collection_for_another_model(
+def test_a_model_change_is_rebuilt_beside_rolled_back_and_reset(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pipeline = project(tmp_path, dimensions=64)
@@ -85,16 +86,31 @@ def test_reset_is_the_way_out_of_a_collection_for_another_model(
     write_pipeline(tmp_path, dimensions=32)  # another model: vectors of another length
     output_of(capsys)
 
-    assert main(["run", str(pipeline), "--workers", "0"]) == 1
-    err = output_of(capsys)[1]
-    assert "holds 64-dimensional vectors" in err
-    assert "ragflow-config reset <pipeline file> notes" in err
+    assert main(["plan", str(pipeline)]) == 2
+    assert (
+        "would rebuild beside the live collection notes (embedding, dimensions 64 -> 32 "
+        in (output_of(capsys)[0])
+    )
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
+    out = output_of(capsys)[0]
+    assert "notes: rebuilt beside notes and switched to notes__" in out
+    assert main(["list", str(pipeline), "notes"]) == 0
+    assert re.search(
+        r"^collections: notes__\w+ \(live\), notes \(previous\)$", output_of(capsys)[0], re.M
+    )
+
+    assert main(["rollback", str(pipeline), "notes", "--json"]) == 0
+    rolled = json.loads(output_of(capsys)[0])
+    assert rolled["live"] == "notes" and rolled["previous"][0].startswith("notes__")
+    assert main(["list", str(pipeline), "notes"]) == 0  # this file's model built the previous one
+    assert "(previous, read by this pipeline)" in output_of(capsys)[0]
 
     assert main(["reset", str(pipeline), "notes"]) == 1  # no terminal to confirm on
     assert "pass --yes to confirm" in output_of(capsys)[1]
-
     assert main(["reset", str(pipeline), "notes", "--yes"]) == 0
     assert "collection dropped" in output_of(capsys)[0]
+    assert main(["rollback", str(pipeline), "notes"]) == 1
+    assert "no previous collection to roll back to" in output_of(capsys)[1]
     assert main(["run", str(pipeline), "--workers", "0"]) == 0
     assert "did add 6," in output_of(capsys)[0]
 

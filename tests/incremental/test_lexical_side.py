@@ -29,7 +29,7 @@ async def lexical_sources(pipe: Pipeline, query: str) -> set[str]:
     """The sources a lexical search of the pipeline's store finds for ``query``."""
     async with pipe.build() as built:
         kb = built.knowledge_bases["docs"]
-        store, collection = kb.vector_store, kb.collection
+        store, collection = kb.vector_store, await kb.live_collection()
         counts, _ = kb._analyzer.term_counts(query)  # type: ignore[union-attr]
         weights = dict.fromkeys(counts, 1.0)
         hits = await store.lexical_search(collection, weights, top_k=1000)

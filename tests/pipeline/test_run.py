@@ -408,8 +408,11 @@ def test_the_cli_runs_searches_and_reports_json(
         "chunks_written",
         "fingerprint_changes",
         "aborted",
+        "live_collection",
+        "rebuild",
         "changes",
     }
+    assert (kb["live_collection"], kb["rebuild"]) == ("docs", None)  # a first run builds in place
     assert kb["counts"] == {
         "add": 3,
         "update": 0,

@@ -19,6 +19,7 @@ from pydantic import Field
 from ..._component import Component, ComponentParameters
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._pointer import Pointer
 
 logger = logging.getLogger("ragflow_config.stores")
 
@@ -151,6 +152,21 @@ class VectorStoreBase(Component):
     ) -> list[tuple[Chunk, list[float]]]:
         """Every chunk of ``document_id`` that matches ``metadata_filter``, with its stored
         vector, in no particular order: what an update can reuse instead of embedding again."""
+
+    # Pointers (``_pointer``): which collection a knowledge base reads, switched atomically.
+
+    @abstractmethod
+    async def read_pointer(self, name: str) -> Pointer | None:
+        """The pointer ``name``, or ``None`` if there is none (nor any registry: a read creates nothing)."""
+
+    @abstractmethod
+    async def write_pointer(self, name: str, pointer: Pointer) -> None:
+        """Replace the pointer ``name`` whole, in one atomic write (creating the registry
+        on first use): a concurrent ``read_pointer`` sees the old record or this one."""
+
+    @abstractmethod
+    async def delete_pointer(self, name: str) -> None:
+        """Remove the pointer ``name``; a no-op if there is none."""
 
     @property
     def store_name(self) -> str:

@@ -19,6 +19,7 @@ from ..._extras import require
 from ..._redact import redact_urls
 from ...credential import QdrantCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
     StoreParameters,
     VectorStoreBase,
@@ -318,6 +319,42 @@ class QdrantStore(VectorStoreBase):
         info = await self._call(lambda: self.client.get_collection(collection_name=name))
         return _LEXICAL in (info.config.params.sparse_vectors or {})
 
+    async def read_pointer(self, name: str) -> Pointer | None:
+        if not await self.has_collection(POINTER_REGISTRY):
+            return None
+        found = await self._call(
+            lambda: self.client.retrieve(
+                collection_name=POINTER_REGISTRY, ids=[_pointer_id(name)], with_payload=True
+            )
+        )
+        return Pointer.model_validate_json(found[0].payload["pointer"]) if found else None
+
+    async def write_pointer(self, name: str, pointer: Pointer) -> None:
+        # One point per pointer, in a collection of its own: an upsert replaces it whole.
+        models = self._models()
+        if not await self.has_collection(POINTER_REGISTRY):
+            await self._create(POINTER_REGISTRY, 1, lexical=False)
+        point = models.PointStruct(
+            id=_pointer_id(name),
+            vector=[1.0],
+            payload={"name": name, "pointer": pointer.model_dump_json()},
+        )
+        await self._call(
+            lambda: self.client.upsert(collection_name=POINTER_REGISTRY, points=[point], wait=True)
+        )
+
+    async def delete_pointer(self, name: str) -> None:
+        if not await self.has_collection(POINTER_REGISTRY):
+            return
+        models = self._models()
+        await self._call(
+            lambda: self.client.delete(
+                collection_name=POINTER_REGISTRY,
+                points_selector=models.PointIdsList(points=[_pointer_id(name)]),
+                wait=True,
+            )
+        )
+
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         models = self._models()
@@ -560,3 +597,7 @@ def _vectors(models: Any, record: VectorRecord) -> dict[str, Any]:
 
 def _point_id(record: VectorRecord) -> str:
     return str(uuid.UUID(record.key[:32]))
+
+
+def _pointer_id(name: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragflow-pointer:{name}"))

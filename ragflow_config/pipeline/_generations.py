@@ -1,0 +1,203 @@
+"""Rebuilds beside the live collection: when a run builds one, how it is checked,
+switched to, kept and rolled back.
+
+A run whose pipeline makes other vectors than the live collection holds (a
+new model, other dimensions, another chunker or parser setting) does not
+re-index in place, where every search would mix two models until it ended.
+It fills a new collection beside the live one (named by the collection, the
+scope and the fingerprint, so an interrupted rebuild is found and resumed),
+checks it, then switches the store's pointer in one atomic write. The
+collections it replaced are kept (``keep_previous``) for ``rollback``; older
+ones are listed in that same write as retiring, then deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .._errors import RagflowError
+from ..rag import Chunk, DocumentSummary, KnowledgeBase
+from ..rag._stores._pointer import Generation, Pointer
+
+STATE_KEY = "ragflow"
+
+
+class RollbackRefused(RagflowError):
+    """Nothing to roll back to."""
+
+
+@dataclass
+class Rebuild:
+    """A rebuild beside the live collection, and how far it got."""
+
+    live: str
+    target: str
+    changed: list[str]
+    chunks_to_embed: int
+    switched: bool = False
+    blocked: str | None = None  # why the rebuild was not switched to
+    waiting: str | None = None  # why the switch is left to a later step (sharded runs)
+    retired: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def state(stored: DocumentSummary | Chunk) -> dict[str, Any]:
+    """The run's state a stored document (its chunk 0) or chunk carries."""
+    found = stored.metadata.get(STATE_KEY)
+    return found if isinstance(found, dict) else {}
+
+
+def complete(summary: DocumentSummary) -> bool:
+    """Whether a document is stored whole: its chunk 0's state, and as many chunks as it says."""
+    found = state(summary)
+    return "content_hash" in found and found.get("chunks") == summary.chunk_count
+
+
+def target_name(kb: KnowledgeBase, prints: dict[str, str]) -> str:
+    """The collection a rebuild for ``prints`` fills: the same for every run of that pipeline."""
+    key = kb.pointer_name + json.dumps(prints, sort_keys=True)
+    return f"{kb.collection}__{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+async def rebuild_reasons(kb: KnowledgeBase, live: str, stale_prints: Iterable[str]) -> list[str]:
+    """What keeps the live collection from being brought in line in place: [] when nothing."""
+    reasons = sorted(stale_prints)
+    store = kb.vector_store
+    dimensions = await store.collection_dimensions(live)
+    if dimensions is None:
+        return reasons
+    if dimensions != kb.embedding_model.dimensions:
+        reasons.append(f"dimensions {dimensions} -> {kb.embedding_model.dimensions}")
+    elif kb.retrieval.lexical and not await store.has_lexical(live):
+        reasons.append("a lexical side")
+    return reasons
+
+
+def _described(collection: str, documents: Iterable[DocumentSummary]) -> Generation:
+    """A collection built before pointers, described by what its documents say built them."""
+    prints = Counter(
+        json.dumps(state(s)["fingerprint"], sort_keys=True)
+        for s in documents
+        if isinstance(state(s).get("fingerprint"), dict)
+    )
+    fingerprint = json.loads(prints.most_common(1)[0][0]) if prints else {}
+    return Generation(
+        collection=collection,
+        embedding=fingerprint.get("embedding", ""),
+        fingerprint=fingerprint,
+    )
+
+
+async def begin(
+    kb: KnowledgeBase,
+    pointer: Pointer | None,
+    rebuild: Rebuild,
+    prints: dict[str, str],
+    live_documents: Iterable[DocumentSummary],
+) -> Pointer:
+    """Record the rebuild under way (adopting a collection built before pointers as the
+    live one), and clear an abandoned rebuild for other settings."""
+    if pointer is None:
+        pointer = Pointer(generations=[_described(kb.collection, live_documents)])
+    kept = {g.collection for g in pointer.generations}
+    abandoned = pointer.building
+    if abandoned is not None and abandoned.collection not in kept | {rebuild.target}:
+        await kb.pinned(abandoned.collection).clear()
+    building = Generation(
+        collection=rebuild.target, embedding=prints["embedding"], fingerprint=prints
+    )
+    pointer = pointer.model_copy(update={"building": building})
+    await kb.vector_store.write_pointer(kb.pointer_name, pointer)
+    return pointer
+
+
+async def check(
+    kb: KnowledgeBase,
+    target_documents: dict[str, DocumentSummary],
+    live_documents: dict[str, DocumentSummary],
+    wanted: Iterable[str],
+    skipped: set[str],
+    failures: int,
+    prints: dict[str, str],
+) -> str | None:
+    """Why the rebuilt collection must not go live, or ``None`` when it may.
+
+    Every document in it is whole and built by this pipeline, no file failed,
+    and every file the live collection holds is in it, unless this run found
+    the pipeline now skips it (unsupported, empty, too large).
+    """
+    if failures:
+        return f"{failures} file(s) failed"
+    for summary in target_documents.values():
+        where = state(summary).get("path", summary.document_id)
+        if not complete(summary):
+            return f"{where} is not stored whole"
+        if state(summary).get("fingerprint") != prints:
+            return f"{where} was built by other settings"
+    missing = [
+        state(live_documents[doc_id]).get("path", doc_id)
+        for doc_id in wanted
+        if doc_id in live_documents
+        and doc_id not in target_documents
+        and doc_id not in skipped
+        and complete(live_documents[doc_id])
+    ]
+    if missing:
+        return f"{len(missing)} file(s) the live collection holds are missing, e.g. {missing[0]}"
+    return None
+
+
+async def switch(kb: KnowledgeBase, rebuild: Rebuild, keep_previous: int) -> None:
+    """Make the rebuilt collection live in one write; delete what ``keep_previous`` lets go."""
+    store = kb.vector_store
+    pointer = await kb.read_pointer()
+    if pointer is None or pointer.building is None or pointer.building.collection != rebuild.target:
+        raise RagflowError(
+            f"{kb.name}: the pointer no longer records the rebuild into {rebuild.target} "
+            "(another run?); run again"
+        )
+    others = [g for g in pointer.generations if g.collection != rebuild.target]
+    switched = Pointer(
+        generations=[pointer.building, *others[:keep_previous]],
+        retiring=[*pointer.retiring, *others[keep_previous:]],
+    )
+    await store.write_pointer(kb.pointer_name, switched)
+    rebuild.switched = True
+    rebuild.retired = await retire(kb, switched)
+
+
+async def retire(kb: KnowledgeBase, pointer: Pointer) -> list[str]:
+    """Delete the collections ``pointer`` lists as retiring (within scope), then the list."""
+    if not pointer.retiring:
+        return []
+    live = {g.collection for g in pointer.generations}
+    for generation in pointer.retiring:
+        if generation.collection not in live:
+            await kb.pinned(generation.collection).clear()
+    await kb.vector_store.write_pointer(
+        kb.pointer_name, pointer.model_copy(update={"retiring": []})
+    )
+    return [g.collection for g in pointer.retiring]
+
+
+async def rollback(kb: KnowledgeBase) -> Pointer:
+    """Switch back to the collection the live one replaced; the live one is kept, next."""
+    pointer = await kb.read_pointer()
+    if pointer is None or len(pointer.generations) < 2:
+        raise RollbackRefused(
+            f"{kb.name}: no previous collection to roll back to (it is kept from a rebuild "
+            "beside the live one, with keep_previous of 1 or more)"
+        )
+    current, previous, *rest = pointer.generations
+    if not await kb.vector_store.has_collection(previous.collection):
+        raise RollbackRefused(f"{kb.name}: the previous collection {previous.collection} is gone")
+    rolled = pointer.model_copy(update={"generations": [previous, current, *rest]})
+    await kb.vector_store.write_pointer(kb.pointer_name, rolled)
+    return rolled
