@@ -7,8 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from ..pipeline import Pipeline, RunOptions, RunReport
-from ..pipeline._generations import Rebuild
+from ..pipeline import Pipeline, Rebuild, RunOptions, RunReport
 from ._arguments import int_between
 from ._output import EXIT_ERROR, EXIT_OK, EXIT_PENDING, Interrupted, plural, print_json
 from ._parser import Commands

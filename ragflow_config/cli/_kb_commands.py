@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..pipeline import Pipeline
-from ..pipeline._generations import rollback
+from ..pipeline import Pipeline, rollback
 from ..rag import KnowledgeBase
 from ._arguments import JoinedQuery, score_threshold, top_k
 from ._output import EXIT_ERROR, EXIT_OK, plural, print_error, print_json

@@ -2,6 +2,7 @@
 
 from ._build import BuiltPipeline
 from ._copy import CopyRefused, CopyReport, copy_knowledge_base
+from ._generations import Rebuild, RollbackRefused, rollback
 from ._pipeline import Pipeline
 from ._registry import ComponentType, Registry, UnknownTypeError, default_registry
 from ._run import Change, KnowledgeBaseReport, RunOptions, RunRefused, RunReport
@@ -14,11 +15,14 @@ __all__ = [
     "CopyReport",
     "KnowledgeBaseReport",
     "Pipeline",
+    "Rebuild",
     "Registry",
+    "RollbackRefused",
     "RunOptions",
     "RunRefused",
     "RunReport",
     "UnknownTypeError",
     "copy_knowledge_base",
     "default_registry",
+    "rollback",
 ]
