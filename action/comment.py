@@ -30,7 +30,7 @@ from typing import Any
 DEFAULT_API = "https://api.github.com"
 DEFAULT_AUTHOR = "github-actions[bot]"
 LIMIT = 65536  # characters GitHub accepts in a comment's body
-NOTE = "\n\n*(cut: the report is longer than a comment holds; the job summary has all of it)*\n"
+NOTE = "\n*(cut: the report is longer than a comment holds; the job summary has all of it)*\n"
 TIMEOUT = 30
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 LIMIT = 1024 * 1024  # bytes GitHub accepts in one step's summary
-NOTE = "\n\n*(cut: the report is longer than a job summary holds)*\n"
+NOTE = "\n*(cut: the report is longer than a job summary holds)*\n"
 
 
 def cut(text: str, limit: int, note: str) -> str:
