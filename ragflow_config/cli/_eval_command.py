@@ -27,9 +27,27 @@ def register(commands: Commands) -> None:
     )
     evaluate.add_argument("--kb", action="append", metavar="NAME", help="only this knowledge base")
     evaluate.add_argument("--json", action="store_true", help="print the results as JSON")
+    evaluate.add_argument(
+        "--against",
+        metavar="REF",
+        help="compare FILE as it is at git REF (origin/main, a tag, a commit) with the working "
+        "tree: each version indexed into its own temporary collections, both measured on the "
+        "working tree's judged queries",
+    )
+    evaluate.add_argument(
+        "--format",
+        choices=("text", "markdown"),
+        default="text",
+        help="text, or markdown (with --against): the comparison as a pull-request comment, "
+        "with a one-line verdict",
+    )
 
 
 def _eval(args: argparse.Namespace) -> int:
+    if args.against is not None or args.format != "text":
+        from ._eval_against import eval_against
+
+        return eval_against(args)
     from ..evaluation import (
         check_thresholds,
         compare,

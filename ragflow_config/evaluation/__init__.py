@@ -59,19 +59,36 @@ Comparing two runs
 gives each metric's difference a two-sided p-value from a paired
 randomisation test (exact for up to 13 queries, else 10,000 random sign
 patterns with a fixed seed, so the p-values are reproducible);
-:func:`format_comparison` prints them and marks p < 0.05 with ``*``.
+:func:`format_comparison` prints them and marks p < 0.05 with ``*``;
+:func:`format_comparison_markdown` makes them a Markdown table and a verdict.
+
+Against a git ref
+-----------------
+:func:`evaluate_against` measures one pipeline file as it is at a git ref and
+in the working tree, each indexed into its own temporary collections, both on
+the working tree's judged queries (see ``_against``).
 """
 
+from ._against import AgainstError, AgainstReport, GitVersion, evaluate_against
 from ._evaluate import evaluate
 from ._metrics import METRICS, metric_label
 from ._queries import JudgedQuery, Judgement, load_queries
-from ._report import check_thresholds, format_comparison, format_table
+from ._report import (
+    check_thresholds,
+    comparison_verdict,
+    format_comparison,
+    format_comparison_markdown,
+    format_table,
+)
 from ._results import EvaluationResult, QueryResult, RankedSource
 from ._significance import MetricComparison, compare, describe_test, randomization_test
 
 __all__ = [
     "METRICS",
+    "AgainstError",
+    "AgainstReport",
     "EvaluationResult",
+    "GitVersion",
     "JudgedQuery",
     "Judgement",
     "MetricComparison",
@@ -79,9 +96,12 @@ __all__ = [
     "RankedSource",
     "check_thresholds",
     "compare",
+    "comparison_verdict",
     "describe_test",
     "evaluate",
+    "evaluate_against",
     "format_comparison",
+    "format_comparison_markdown",
     "format_table",
     "load_queries",
     "metric_label",

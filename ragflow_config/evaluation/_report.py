@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 from ._metrics import GAINS, METRICS, metric_label
 from ._results import EvaluationResult
-from ._significance import PERMUTATIONS, SEED, SIGNIFICANCE_LEVEL, compare, describe_test
+from ._significance import (
+    PERMUTATIONS,
+    SEED,
+    SIGNIFICANCE_LEVEL,
+    MetricComparison,
+    compare,
+    describe_test,
+)
 
 if TYPE_CHECKING:
     from ..pipeline._spec import EvaluationThresholds
@@ -92,6 +99,77 @@ def format_comparison(
     n = left.query_count
     legend = f"p: {describe_test(n, permutations, seed)}; * p < {SIGNIFICANCE_LEVEL}"
     return "\n".join([f"{_count(n)}, k = {left.k}", *_render(rows), legend, GAINS])
+
+
+def format_comparison_markdown(
+    left: EvaluationResult,
+    right: EvaluationResult,
+    left_label: str = "base",
+    right_label: str = "this branch",
+    *,
+    permutations: int = PERMUTATIONS,
+    seed: int = SEED,
+) -> str:
+    """:func:`format_comparison` as a Markdown table, for a pull-request comment, and a verdict.
+
+    Columns: metric, both runs, the change (right minus left), the p-value and
+    whether it is significant; then how p is computed, and one line saying
+    which metrics changed significantly, or that none did. The same inputs
+    always give the same text.
+    """
+    rows = compare(left, right, permutations=permutations, seed=seed)
+    lines = [
+        f"{_count(left.query_count)}, k = {left.k}",
+        "",
+        f"| metric | {_cell(left_label)} | {_cell(right_label)} | change | p-value | significant? |",
+        "|:---|---:|---:|---:|---:|:---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {metric_label(row.metric, left.k)} | {row.left:.4f} | {row.right:.4f} "
+            f"| {_change(row.difference)} | {row.p_value:.4f} | {'yes' if row.significant else 'no'} |"
+        )
+    test = describe_test(left.query_count, permutations, seed)
+    lines += ["", f"p-value: {test}; significant: p < {SIGNIFICANCE_LEVEL}. {GAINS}."]
+    lines += ["", comparison_verdict(rows, left.k, left.query_count)]
+    return "\n".join(lines)
+
+
+def comparison_verdict(rows: list[MetricComparison], k: int, query_count: int) -> str:
+    """One line: the metrics that changed significantly, better and worse, or that none did.
+
+    With 5 queries or fewer no change can be significant (the exact test's
+    smallest p is 2 / 2^n), and the line says so.
+    """
+
+    def listed(chosen: list[MetricComparison]) -> str:
+        return ", ".join(
+            f"{metric_label(row.metric, k)} {_change(row.difference)} (p = {row.p_value:.4f})"
+            for row in chosen
+        )
+
+    better = [row for row in rows if row.significant and row.difference > 0]
+    worse = [row for row in rows if row.significant and row.difference < 0]
+    if better and worse:
+        return f"**Verdict: mixed.** Better: {listed(better)}. Worse: {listed(worse)}."
+    if worse:
+        return f"**Verdict: worse.** {listed(worse)}."
+    if better:
+        return f"**Verdict: better.** {listed(better)}."
+    verdict = f"**Verdict: no significant change** (p ≥ {SIGNIFICANCE_LEVEL} for every metric)"
+    if 2 / 2**query_count >= SIGNIFICANCE_LEVEL:
+        verdict += f"; with {_count(query_count)} no change can be significant: judge more"
+    return verdict + "."
+
+
+def _change(difference: float) -> str:
+    # round() first so that a zero difference shows as +0.0000, never -0.0000.
+    return f"{round(difference, 4) + 0.0:+.4f}"
+
+
+def _cell(text: str) -> str:
+    """Text that keeps a Markdown table cell whole: no `|`, no line break."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def _count(queries: int) -> str:

@@ -143,11 +143,16 @@ class KnowledgeBase:
 
     async def live_collection(self) -> str:
         """The physical collection this handle works on now (see the class's docstring)."""
+        return (await self._resolve())[0]
+
+    async def _resolve(self) -> tuple[str, bool]:
+        """``(collection, whether a missing one may be created)``: not one a pointer names,
+        which is missing only when a switch deleted it after this read it."""
         if self._pinned is not None:
-            return self._pinned
+            return self._pinned, True
         pointer = await self.read_pointer()
         if pointer is None:
-            return self._collection
+            return self._collection, True
         own = vectors_digest(self._embedding_model)
         for generation in pointer.generations:
             if generation.embedding == own:
@@ -165,7 +170,7 @@ class KnowledgeBase:
                         self._embedding_model.model,
                         generation.collection,
                     )
-                return generation.collection
+                return generation.collection, False
         raise CollectionMismatchError(
             f"knowledge base {self.name!r}: its live collection {pointer.live.collection!r} "
             f"was built by another embedding model than "
@@ -177,7 +182,7 @@ class KnowledgeBase:
     async def ensure_collection(self) -> str:
         """The physical collection to work on, created on first use; refuse one built
         for other vectors."""
-        collection = await self.live_collection()
+        collection, may_create = await self._resolve()
         if self._ready_for == collection:
             return collection
         async with self._ready_lock:
@@ -186,6 +191,12 @@ class KnowledgeBase:
             expected = self._embedding_model.dimensions
             store = self._vector_store
             found = await store.collection_dimensions(collection)
+            if found is None and not may_create:
+                raise CollectionMismatchError(
+                    f"knowledge base {self.name!r}: collection {collection!r}, which its "
+                    "pointer named, is gone (a rebuild switched and deleted it meanwhile); "
+                    "try again"
+                )
             if found is None:
                 if self._retrieval.lexical:
                     await store.create_lexical_collection(collection, expected)

@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 import pytest
 from incremental._corpus import write_corpus
 
-from ragflow_config.embedding import EmbeddingInput, HashingEmbeddingModel
+from ragflow_config.embedding import EmbeddingInput, HashingEmbeddingModel, vectors_digest
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions
 from ragflow_config.pipeline._generations import rollback
-from ragflow_config.rag import KnowledgeBase
+from ragflow_config.rag import CollectionMismatchError, KnowledgeBase
+from ragflow_config.rag._stores._pointer import Generation, Pointer
 
 IN_PROCESS = RunOptions(workers=0)
 
@@ -264,3 +265,29 @@ async def test_tenants_sharing_a_collection_switch_on_their_own(
     third = project(tmp_path, registry, chunk_size=24, keep_previous=0, tenants=True)
     await third.run(["docs"], options=IN_PROCESS)  # retires `docs` for tenant a only
     assert await hits(third, kb="other") == other_before
+
+
+async def test_a_collection_the_pointer_names_is_never_created_by_a_reader(
+    tmp_path: Path, registry: Registry
+) -> None:
+    """A search that read the pointer just before a switch deleted its collection fails
+    and may be retried; it must not create the collection again, empty."""
+    pipeline = project(tmp_path, registry)
+    await pipeline.run(options=IN_PROCESS)
+    kb, built = await handle(pipeline)
+    try:
+        store = kb.vector_store
+        live = (await kb.read_pointer()) or Pointer(
+            generations=[
+                Generation(collection="docs__gone", embedding=vectors_digest(kb.embedding_model))
+            ]
+        )
+        await store.write_pointer(kb.pointer_name, live)
+        with pytest.raises(
+            CollectionMismatchError, match="'docs__gone', which its pointer named, is gone"
+        ):
+            await kb.search(["river"])
+        assert not await store.has_collection("docs__gone")
+        assert await kb.pinned("docs").search(["river"])  # the handle itself is fine
+    finally:
+        await built.__aexit__(None, None, None)
