@@ -8,8 +8,7 @@ VALID = """\
 version: 1
 vector_stores:
   local:
-    type: qdrant
-    parameters: {{path: .qdrant}}
+    type: {store}
 embeddings:
   hashing:
     type: hashing
@@ -37,14 +36,30 @@ knowledge_bases:
 """
 
 
+STORES = {
+    "qdrant": "qdrant\n    parameters: {path: .qdrant}",
+    # pymongo alone: the lightest of the stores' client libraries to install.
+    "mongodb": "mongodb\n    parameters: {database: kb}",
+}
+
+
 def valid_pipeline(
-    folder: Path, name: str = "kb.yaml", *, chunk_size: int = 256, cache: str = ""
+    folder: Path,
+    name: str = "kb.yaml",
+    *,
+    chunk_size: int = 256,
+    cache: str = "",
+    store: str = "qdrant",
 ) -> Path:
     """A valid pipeline file in ``folder`` (with its docs/ folder); ``cache``: its embedding_cache line."""
     (folder / "docs").mkdir(parents=True, exist_ok=True)
     (folder / "docs" / "a.md").write_text("Knowledge bases reviewed in pull requests.\n")
     path = folder / name
-    path.write_text(VALID.format(chunk_size=chunk_size, cache=f"{cache}\n" if cache else ""))
+    path.write_text(
+        VALID.format(
+            chunk_size=chunk_size, cache=f"{cache}\n" if cache else "", store=STORES[store]
+        )
+    )
     return path
 
 
