@@ -129,3 +129,19 @@ def test_the_example_workflows_pass_only_inputs_the_action_has(workflow: Path):
         assert "files" in step["with"]
         for command in re.split(r"[\s,]+", step["with"].get("command", "")):
             assert command in {"validate", "plan", "eval", "run", ""}
+
+
+@pytest.mark.parametrize(
+    "workflow",
+    sorted((ROOT / "docs" / "examples" / "workflows").glob("*.yml")),
+    ids=lambda p: p.name,
+)
+def test_the_docs_show_the_example_workflows_as_they_are(workflow: Path):
+    text = workflow.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    while lines and lines[0].startswith("#"):  # the file's leading comment is the doc's prose
+        lines.pop(0)
+    body = "\n".join(lines).strip()
+    assert f"```yaml\n{body}\n```" in (ROOT / "docs" / "github-action.md").read_text(
+        encoding="utf-8"
+    )
