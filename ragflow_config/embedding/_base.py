@@ -73,11 +73,20 @@ class EmbeddingParameters(ComponentParameters):
 
     batch_size: int = Field(default=32, ge=1, description="Inputs per model call.")
     max_concurrency: int = Field(default=4, ge=1, description="Batches in flight at once.")
+    price_per_million_tokens: float | None = Field(
+        default=None,
+        ge=0,
+        description="What a million input tokens cost, in the currency you count in: "
+        "`plan --format markdown` estimates a run's cost from it. No price is built in.",
+    )
 
-    #: Settings that change how vectors are made (batching, threads, timeouts),
-    #: never what they are. An embedding cache's key holds every other setting:
-    #: a setting left out wrongly would serve one configuration's vectors to another.
-    vector_neutral: ClassVar[frozenset[str]] = frozenset({"batch_size", "max_concurrency"})
+    #: Settings that change how vectors are made (batching, threads, timeouts)
+    #: or what they cost, never what they are. An embedding cache's key holds every
+    #: other setting: a setting left out wrongly would serve one configuration's
+    #: vectors to another.
+    vector_neutral: ClassVar[frozenset[str]] = frozenset(
+        {"batch_size", "max_concurrency", "price_per_million_tokens"}
+    )
 
     def vector_settings(self) -> dict[str, Any]:
         """The settings that shape the vectors: all but ``vector_neutral`` ones."""

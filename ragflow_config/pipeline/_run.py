@@ -47,6 +47,7 @@ from ._generations import (
 )
 from ._generations import state as _state
 from ._registry import default_registry
+from ._settings import SettingChange, described_settings, most_common_settings, setting_changes
 from ._sources import SourceFile, content_hash, discover, document_id
 
 Action = Literal[
@@ -85,6 +86,33 @@ class Change:
 
 
 @dataclass
+class DeletionGuard:
+    """The mass-deletion guard's verdict: how many documents a run would delete, of how many."""
+
+    deleting: int
+    documents: int
+    max_fraction: float
+    forced: bool = False
+
+    @property
+    def share(self) -> float:
+        return self.deleting / self.documents if self.documents else 0.0
+
+    @property
+    def over(self) -> bool:
+        """Whether the share deleted is more than ``max_delete_fraction`` allows."""
+        return self.deleting > 0 and self.share > self.max_fraction
+
+    @property
+    def refused(self) -> bool:
+        """Whether the run stops before writing: over the limit, and not forced."""
+        return self.over and not self.forced
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "refused": self.refused}
+
+
+@dataclass
 class KnowledgeBaseReport:
     name: str
     changes: list[Change] = field(default_factory=list)
@@ -92,6 +120,21 @@ class KnowledgeBaseReport:
     aborted: str | None = None
     rebuild: Rebuild | None = None
     live_collection: str = ""
+    #: What produces the vectors, described (``_settings``): this pipeline's, and the one
+    #: most of the live documents were indexed by (``None`` when they predate described settings).
+    settings: dict[str, Any] = field(default_factory=dict)
+    previous_settings: dict[str, Any] | None = None
+    #: The changed settings of the parts in ``fingerprint_changes``: (dotted path, old, new).
+    #: Empty when ``previous_settings`` is unknown: then only the parts are named.
+    setting_changes: list[SettingChange] = field(default_factory=list)
+    #: ``None`` when the run deletes nothing by design (prune off, a shard).
+    deletion_guard: DeletionGuard | None = None
+    #: A dry run's estimate of what the run would embed, over the files it would add,
+    #: update or repair: chunks (a new file's as parsed, a stored one's as stored) and bytes.
+    chunks_to_embed: int = 0
+    bytes_to_embed: int = 0
+    embedding_model: str = ""
+    price_per_million_tokens: float | None = None
 
     def count(self, action: Action) -> int:
         return sum(1 for change in self.changes if change.action == action)
@@ -109,6 +152,11 @@ class KnowledgeBaseReport:
         if self.rebuild is not None and not self.rebuild.switched:
             return True
         return any(c.action in ("add", "update", "repair", "delete") for c in self.changes)
+
+    @property
+    def refused(self) -> bool:
+        """Whether the deletion guard refused (a dry run with ``report_refusal`` says so here)."""
+        return self.deletion_guard is not None and self.deletion_guard.refused
 
     def as_dict(self) -> dict[str, Any]:
         counts = {
@@ -131,6 +179,14 @@ class KnowledgeBaseReport:
             "counts": counts,
             "chunks_written": self.chunks,
             "fingerprint_changes": self.fingerprint_changes,
+            "setting_changes": [
+                {"setting": path, "old": old, "new": new} for path, old, new in self.setting_changes
+            ],
+            "deletion_guard": self.deletion_guard.as_dict() if self.deletion_guard else None,
+            "chunks_to_embed": self.chunks_to_embed,
+            "bytes_to_embed": self.bytes_to_embed,
+            "embedding_model": self.embedding_model,
+            "price_per_million_tokens": self.price_per_million_tokens,
             "aborted": self.aborted,
             "live_collection": self.live_collection,
             "rebuild": self.rebuild.as_dict() if self.rebuild else None,
@@ -154,6 +210,10 @@ class RunReport:
     @property
     def pending(self) -> bool:
         return any(kb.pending for kb in self.knowledge_bases)
+
+    @property
+    def refused(self) -> bool:
+        return any(kb.refused for kb in self.knowledge_bases)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +243,10 @@ class RunOptions:
     # (N CI jobs index one corpus side by side), and no prune: a shard sees a part.
     shard: tuple[int, int] | None = None
     prune_only: bool = False  # only prune and its guard: the step after every shard has run
+    # A dry run whose mass-deletion guard refuses goes on and says so in its report
+    # (`deletion_guard`, `refused`) instead of raising RunRefused: a plan can then show
+    # everything else too. A run that writes always raises.
+    report_refusal: bool = False
     progress: Callable[[str, Change], None] | None = None  # each file's change, as it is decided
     files_found: Callable[[str, int], None] | None = None  # a knowledge base's file count, first
 
@@ -290,6 +354,11 @@ async def _run_knowledge_base(
     kb = plan.knowledge_base
     report = KnowledgeBaseReport(kb.name)
     prints = fingerprint(plan)
+    report.settings = settings = described_settings(plan)
+    report.embedding_model = kb.embedding_model.model
+    report.price_per_million_tokens = getattr(
+        kb.embedding_model.parameters, "price_per_million_tokens", None
+    )
     files = list(discover(plan.spec, built.folder))
     pointer = await kb.read_pointer()
     if pointer is not None and pointer.retiring and not options.dry_run:
@@ -315,6 +384,13 @@ async def _run_knowledge_base(
         for field_name in _changed_fields(_state(summary)["fingerprint"], prints)
     }
     report.fingerprint_changes = sorted(stale_prints)
+    report.previous_settings = most_common_settings(
+        _state(summary)
+        for summary in managed.values()
+        if summary.document_id in wanted and _complete(_state(summary))
+    )
+    if stale_prints and report.previous_settings is not None:
+        report.setting_changes = setting_changes(report.previous_settings, settings, stale_prints)
     if stale_prints and options.on_fingerprint_change == "refuse":
         raise RunRefused(
             f"{kb.name}: the pipeline changed what produces the vectors ({', '.join(sorted(stale_prints))}); "
@@ -351,12 +427,15 @@ async def _run_knowledge_base(
         for doc_id, s in managed.items()
         if doc_id not in wanted and in_shard(doc_id, options.shard)
     ]
-    if (prune or report.rebuild) and gone and not options.force:
-        share = len(gone) / len(managed)
-        if share > plan.spec.max_delete_fraction:
+    if prune or report.rebuild:
+        guard = DeletionGuard(
+            len(gone), len(managed), plan.spec.max_delete_fraction, forced=options.force
+        )
+        report.deletion_guard = guard
+        if guard.refused and not (options.dry_run and options.report_refusal):
             raise RunRefused(
                 f"{kb.name}: the run would delete {len(gone)} of {len(managed)} documents "
-                f"({share:.0%}, more than max_delete_fraction {plan.spec.max_delete_fraction:.0%}); "
+                f"({guard.share:.0%}, more than max_delete_fraction {guard.max_fraction:.0%}); "
                 "check the sources (a moved folder or an empty checkout?) or pass --force"
             )
 
@@ -397,7 +476,19 @@ async def _run_knowledge_base(
             # pipeline skips (empty, unsupported, unparsable) is not reported
             # as pending or missing on every run.
             outcome = await _prepare(plan, change, file, data, None, 0)
-            change = outcome if isinstance(outcome, Change) else change
+            if isinstance(outcome, Change):
+                change = outcome
+            else:
+                report.chunks_to_embed += len(outcome.chunks)
+                report.bytes_to_embed += len(data)
+        elif change.action in ("update", "repair"):
+            # Not parsed: as many chunks as the stored version has, which a
+            # rebuild for another chunker only approximates.
+            stored = existing.get(doc_id) or managed.get(doc_id)
+            recorded = _state(stored).get("chunks") if stored is not None else None
+            chunks = recorded if isinstance(recorded, int) else stored.chunk_count if stored else 0
+            report.chunks_to_embed += chunks
+            report.bytes_to_embed += len(data)
         return change
 
     # A fixed set of tasks shares one iterator over the files, so a run holds
@@ -669,6 +760,8 @@ async def _write(
             "revision": revision,
             "chunks": len(chunks),
             "fingerprint": prints,
+            # Described beside the digests, never digested: what a plan names as changed.
+            "settings": described_settings(plan),
         }
         chunks[0] = chunks[0].model_copy(
             update={"metadata": {**chunks[0].metadata, STATE_KEY: state}}

@@ -276,8 +276,13 @@ async def test_chunk_0_holds_the_state_and_the_others_its_revision(
     # What `list --json` shows of each document, and what the next run decides by.
     assert set(state) == {
         *("path", "source", "content_hash", "media_type", "size_bytes"),
-        *("revision", "chunks", "fingerprint"),
+        *("revision", "chunks", "fingerprint", "settings"),
     }
+    # The fingerprint's parts, described (what a plan names as changed), beside their digests.
+    assert (
+        set(state["settings"]) == set(state["fingerprint"]) == {"embedding", "chunker", "parsers"}
+    )
+    assert state["settings"]["chunker"]["type"] == "approx_token"
     assert (state["media_type"], state["size_bytes"]) == (
         "text/markdown",
         (corpus / state["path"]).stat().st_size,

@@ -407,6 +407,12 @@ def test_the_cli_runs_searches_and_reports_json(
         "counts",
         "chunks_written",
         "fingerprint_changes",
+        "setting_changes",
+        "deletion_guard",
+        "chunks_to_embed",
+        "bytes_to_embed",
+        "embedding_model",
+        "price_per_million_tokens",
         "aborted",
         "live_collection",
         "rebuild",
@@ -427,6 +433,10 @@ def test_the_cli_runs_searches_and_reports_json(
     }
     assert kb["chunks_written"] >= 3
     assert kb["aborted"] is None
+    # A first run: nothing changed, nothing to delete by design (prune is off), no price given.
+    assert (kb["setting_changes"], kb["deletion_guard"]) == ([], None)
+    assert (kb["embedding_model"], kb["price_per_million_tokens"]) == ("hashing-v1", None)
+    assert (kb["chunks_to_embed"], kb["bytes_to_embed"]) == (0, 0)  # a dry run's estimate
     failed = next(change for change in kb["changes"] if change["action"] == "failed")
     assert set(failed) == {"action", "path", "document_id", "reason", "chunks"}
     assert failed["path"] == BROKEN and "not valid utf-8" in failed["reason"]
