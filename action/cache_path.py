@@ -13,7 +13,8 @@ Writes to ``$GITHUB_OUTPUT`` (or prints, outside Actions):
 - ``enabled``: ``true`` when some file has a cache.
 
 It reads the files with the package's own YAML loader (``${VAR}`` values included),
-so it runs after the action's install step. Exit 2 for a usage error.
+so it runs after the action's install step. A file it cannot read has no cache (a
+warning): the commands report it. Exit 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -76,11 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args or any(arg.startswith("-") for arg in args):
         print("usage: cache_path.py FILE [FILE ...]", file=sys.stderr)
         return 2
-    files = [Path(arg) for arg in args]
-    missing = [str(file) for file in files if not file.is_file()]
-    if missing:
-        print(f"error: no such pipeline file: {', '.join(missing)}", file=sys.stderr)
-        return 2
+    # A missing file is the commands' to report (in the summary and the PR comment): here
+    # it only has no cache.
+    files = []
+    for arg in args:
+        if Path(arg).is_file():
+            files.append(Path(arg))
+        else:
+            print(
+                f"warning: no such pipeline file: {arg}; no embedding cache for it", file=sys.stderr
+            )
     folders: list[str] = []
     for file in files:
         folder = cache_folder(file)

@@ -82,8 +82,12 @@ def test_no_cache_without_the_block_or_when_the_file_is_unreadable(tmp_path, git
     assert found["paths"] == ""
 
 
-def test_a_missing_file_is_a_usage_error(tmp_path, github_env):
+def test_a_missing_file_only_has_no_cache_so_the_report_still_comes(tmp_path, github_env):
     invalid_pipeline(tmp_path)
     done = run_script("cache_path.py", "broken.yaml", "nowhere.yaml", env=github_env, cwd=tmp_path)
-    assert done.returncode == 2
-    assert "no such pipeline file: nowhere.yaml" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "warning: no such pipeline file: nowhere.yaml" in done.stderr
+    assert _outputs(github_env)["enabled"] == "false"
+    usage = run_script("cache_path.py", env=github_env, cwd=tmp_path)
+    assert usage.returncode == 2
+    assert "usage: cache_path.py FILE" in usage.stderr
