@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._errors import RagflowError
 from ..agent import Agent
 from ..message import Msg
 from ..pipeline import Pipeline
 from ..pipeline._build import build_component
 from ..tool import Toolkit
 from ._arguments import text_not_blank
-from ._output import EXIT_OK
+from ._output import EXIT_OK, UsageError
 from ._parser import Commands
 
 SYSTEM_PROMPT = (
@@ -52,12 +51,12 @@ def _model_name(pipeline: Pipeline, wanted: str | None) -> str:
     names = list(pipeline.spec.chat_models)
     if wanted is not None:
         if wanted not in names:
-            raise RagflowError(
+            raise UsageError(
                 f"{pipeline.path}: no chat model named {wanted!r} (defined: {', '.join(names) or 'none'})"
             )
         return wanted
     if len(names) != 1:
-        raise RagflowError(
+        raise UsageError(
             f"{pipeline.path}: chat needs a model: "
             + (
                 "add one to `chat_models`"
@@ -88,7 +87,7 @@ def _chat(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
     name = _model_name(pipeline, args.model)
     if not pipeline.spec.middlewares:
-        raise RagflowError(
+        raise UsageError(
             f"{pipeline.path}: chat answers through the file's `middlewares`; add one, "
             "e.g. {type: rag, knowledge_bases: [...], parameters: {mode: agentic}}"
         )

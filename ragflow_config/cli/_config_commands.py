@@ -11,7 +11,7 @@ from ..pipeline import default_registry
 from ..pipeline._registry import KINDS
 from ..pipeline._schema import stale_schemas, write_schemas
 from ..pipeline._validate import check_file, source_issues
-from ._output import EXIT_ERROR, EXIT_OK, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, print_json
 from ._parser import Commands
 
 
@@ -44,7 +44,8 @@ def _validate(args: argparse.Namespace) -> int:
             print(issue, file=sys.stderr)
         if not issues:
             print(f"{len(args.files)} file(s) valid")
-    return EXIT_ERROR if issues else EXIT_OK
+    # An invalid file exits 2 here as from every other command: one file, one code.
+    return EXIT_USAGE if issues else EXIT_OK
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -55,7 +56,7 @@ def _schema(args: argparse.Namespace) -> int:
             print(f"{args.out / problem}", file=sys.stderr)
         if problems:
             print("schemas are stale: run `ragflow-config schema`", file=sys.stderr)
-            return EXIT_ERROR
+            return EXIT_FINDINGS
         print(f"schemas in {args.out} are up to date")
         return EXIT_OK
     written = write_schemas(registry, args.out)

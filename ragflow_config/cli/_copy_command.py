@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..pipeline import Pipeline, copy_knowledge_base
-from ._output import EXIT_ERROR, EXIT_OK, plural, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, plural, print_json
 from ._parser import Commands
 
 
@@ -36,7 +36,7 @@ def _copy(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
     report = asyncio.run(copy_knowledge_base(pipeline, args.kb, args.source_store))
     # A document left out is one the target lacks: the copy is not whole.
-    status = EXIT_ERROR if report.left_out else EXIT_OK
+    status = EXIT_FINDINGS if report.left_out else EXIT_OK
     if args.json:
         print_json(report.as_dict())
         return status

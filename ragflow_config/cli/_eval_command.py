@@ -11,7 +11,7 @@ from typing import Any
 from .._errors import RagflowError
 from ..pipeline import Pipeline
 from ..pipeline._spec import EvaluationSpec
-from ._output import EXIT_ERROR, EXIT_OK, print_error, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_json
 from ._parser import Commands
 
 
@@ -59,8 +59,7 @@ def _eval(args: argparse.Namespace) -> int:
     )
 
     if len(args.files) > 2:
-        print_error("eval takes one pipeline file, or two to compare", args.json)
-        return EXIT_ERROR
+        raise UsageError("eval takes one pipeline file, or two to compare")
     pipelines = [Pipeline.load(file) for file in args.files]
     first = pipelines[0]
     names = [
@@ -69,8 +68,7 @@ def _eval(args: argparse.Namespace) -> int:
         if kb.evaluation is not None and (not args.kb or kb.name in args.kb)
     ]
     if not names:
-        print_error(f"{args.files[0]}: no knowledge base with an `evaluation` block", args.json)
-        return EXIT_ERROR
+        raise UsageError(f"{args.files[0]}: no knowledge base with an `evaluation` block")
 
     async def measure(pipeline: Pipeline, name: str, spec: EvaluationSpec) -> Any:
         queries = load_queries(
@@ -129,4 +127,4 @@ def _eval(args: argparse.Namespace) -> int:
         print_json(document)
     for failure in failures:
         print(f"FAILED {failure}", file=sys.stderr)
-    return EXIT_ERROR if failures else EXIT_OK
+    return EXIT_FINDINGS if failures else EXIT_OK

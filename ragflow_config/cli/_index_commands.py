@@ -7,9 +7,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from ..pipeline import Pipeline, Rebuild, RunOptions, RunReport
+from ..pipeline import Change, KnowledgeBaseReport, Pipeline, Rebuild, RunOptions, RunReport
 from ._arguments import int_between
-from ._output import EXIT_ERROR, EXIT_OK, EXIT_PENDING, Interrupted, plural, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, Interrupted, plural, print_json
 from ._parser import Commands
 from ._progress import Progress
 
@@ -23,7 +23,8 @@ def register(commands: Commands) -> None:
         (
             "plan",
             _plan,
-            "show what a run would do, without writing; exit 2 when changes are pending",
+            "show what a run would do, without writing; exit 0 when it could plan, "
+            "changes pending or not (--check: 1 when they are)",
         ),
     ):
         sub = commands.add(name, handler, help)
@@ -46,6 +47,14 @@ def register(commands: Commands) -> None:
             action="store_true",
             help="stop instead of re-indexing when the embedding, chunker or parsers changed",
         )
+        _strict(sub)
+        if name == "plan":
+            sub.add_argument(
+                "--check",
+                action="store_true",
+                help="exit 1 when changes are pending, as `schema --check` does when "
+                "schemas are stale (default: 0 whenever the plan could be made)",
+            )
         if name == "run":
             sub.add_argument(
                 "--workers",
@@ -90,6 +99,16 @@ def register(commands: Commands) -> None:
     verify.add_argument(
         "--force", action="store_true", help="with --fix: go past the mass-deletion guard"
     )
+    _strict(verify)
+
+
+def _strict(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a file failed to parse under `on_error: skip` too (it is still "
+        "skipped and reported; without --strict the exit code stays 0)",
+    )
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -119,31 +138,75 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
     )
 
 
-def _print_report(report: RunReport, as_json: bool) -> None:
+def _skipped(change: Change, on_error: str) -> bool:
+    """Whether a failed file was skipped: it did not parse (or the store refused its
+    content) under `on_error: skip`. One that cannot be read is never skipped: whatever
+    the store holds of it can be neither replaced nor checked."""
+    return change.action == "failed" and on_error == "skip"
+
+
+def _rebuild_would_block(report: RunReport, kb: KnowledgeBaseReport) -> bool:
+    """A dry run's rebuild that the run would not switch to: a rebuild goes live only
+    when no file failed, skipped ones included."""
+    return report.dry_run and kb.rebuild is not None and kb.failures > 0
+
+
+def _exit_code(report: RunReport, pipeline: Pipeline, strict: bool) -> int:
+    """1 when the run failed (or, for a plan, would): a file that failed and was not
+    skipped (or `--strict`), a stop at the first failure, a rebuild not switched to."""
+    on_error = {kb.name: kb.on_error for kb in pipeline.spec.knowledge_bases}
+    for kb in report.knowledge_bases:
+        if kb.aborted or (kb.rebuild and kb.rebuild.blocked) or _rebuild_would_block(report, kb):
+            return EXIT_FINDINGS
+        if any(c.failed and (strict or not _skipped(c, on_error[kb.name])) for c in kb.changes):
+            return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
     if as_json:
         print_json(report.as_dict())
         return
+    on_error = {kb.name: kb.on_error for kb in pipeline.spec.knowledge_bases}
     verb = "would" if report.dry_run else "did"
     for kb in report.knowledge_bases:
+        skip = on_error[kb.name]
         if report.dry_run:
             for change in kb.changes:
                 if change.action != "unchanged":
+                    action = "skipped" if _skipped(change, skip) else change.action
                     reason = f"  ({change.reason})" if change.reason else ""
-                    print(f"  {change.action:<11} {change.path}{reason}")
+                    print(f"  {action:<11} {change.path}{reason}")
         if kb.fingerprint_changes:
             print(f"{kb.name}: pipeline fingerprint changed: {', '.join(kb.fingerprint_changes)}")
+        skipped = 0
         for change in kb.changes:
-            if change.failed:
+            if _skipped(change, skip):
+                skipped += 1
+                print(
+                    f"{kb.name}: skipped {change.path}: {change.reason} (on_error: skip)",
+                    file=sys.stderr,
+                )
+            elif change.failed:
                 print(f"{kb.name}: FAILED {change.path}: {change.reason}", file=sys.stderr)
+        failed = f"failed {kb.failures}" + (
+            f" ({skipped} skipped, on_error: skip)" if skipped else ""
+        )
         print(
             f"{kb.name}: {verb} add {kb.count('add')}, update {kb.count('update') + kb.count('repair')}, "
             f"delete {kb.count('delete')}; unchanged {kb.count('unchanged')}, "
             f"kept {kb.count('keep')}, unsupported {kb.count('unsupported')}, "
-            f"empty {kb.count('empty')}, failed {kb.failures}; "
+            f"empty {kb.count('empty')}, {failed}; "
             f"{plural(kb.chunks, 'chunk')} written"
         )
         if kb.rebuild:
             _print_rebuild(kb.name, kb.rebuild, report.dry_run)
+            if _rebuild_would_block(report, kb):
+                print(
+                    f"{kb.name}: the rebuild would not be switched to: "
+                    f"{plural(kb.failures, 'file')} failed",
+                    file=sys.stderr,
+                )
         if kb.aborted:
             print(
                 f"{kb.name}: stopped at the first failure (on_error: fail): {kb.aborted}",
@@ -187,20 +250,23 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress.close()
-    _print_report(report, args.json)
-    return EXIT_ERROR if report.failed else EXIT_OK
+    _print_report(report, pipeline, args.json)
+    return _exit_code(report, pipeline, args.strict)
 
 
 def _plan(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
     report = asyncio.run(pipeline.run(args.kb, _options(args, True, None)))
-    _print_report(report, args.json)
-    return EXIT_PENDING if report.pending else EXIT_OK
+    _print_report(report, pipeline, args.json)
+    # The exit code the run would give; pending changes are a finding only when asked.
+    code = _exit_code(report, pipeline, args.strict)
+    return EXIT_FINDINGS if args.check and report.pending else code
 
 
 # How `verify` names what a dry run finds. A file the pipeline skips
-# (unsupported, empty, unparsable: "failed" in a dry run) is no drift; a file
-# that cannot be read is, since whatever the store holds of it cannot be checked.
+# (unsupported, empty; unparsable under `on_error: skip`, listed as "skipped") is
+# no drift; a file that cannot be read is, since whatever the store holds of it
+# cannot be checked.
 _DRIFT = {
     "add": "missing",
     "update": "drift",
@@ -221,25 +287,55 @@ def _verify(args: argparse.Namespace) -> int:
     )
     report = asyncio.run(pipeline.run(args.kb, options))
     if args.fix:
-        _print_report(report, args.json)
-        return EXIT_ERROR if report.failed else EXIT_OK
-    drifted = [
-        (kb.name, _DRIFT[change.action], change)
+        _print_report(report, pipeline, args.json)
+        return _exit_code(report, pipeline, args.strict)
+    on_error = {kb.name: kb.on_error for kb in pipeline.spec.knowledge_bases}
+    found = [
+        (kb.name, status, change)
         for kb in report.knowledge_bases
         for change in kb.changes
-        if change.action in _DRIFT
+        if (status := _verify_status(change, on_error[kb.name]))
     ]
+    drifted = [row for row in found if row[1] != "skipped"]
+    skipped = [row for row in found if row[1] == "skipped"]
+    aborted = [kb for kb in report.knowledge_bases if kb.aborted]
+    code = EXIT_FINDINGS if drifted or aborted or (skipped and args.strict) else EXIT_OK
     if args.json:
-        rows = [
-            {"knowledge_base": kb, "status": status, **vars(change)}
-            for kb, status, change in drifted
-        ]
-        print_json({"healthy": not drifted, "drift": rows})
-    else:
-        for kb, status, change in drifted:
-            print(f"{kb}: {status:<10} {change.path}  ({change.reason})")
-        for kb_report in report.knowledge_bases:
-            ok = kb_report.count("unchanged")
-            bad = sum(1 for kb, _, _ in drifted if kb == kb_report.name)
-            print(f"{kb_report.name}: {ok} documents in sync, {bad} drifted")
-    return EXIT_ERROR if drifted else EXIT_OK
+        print_json(
+            {
+                "healthy": code == EXIT_OK,
+                "drift": [
+                    {"knowledge_base": kb, "status": status, **vars(change)}
+                    for kb, status, change in drifted
+                ],
+                "skipped": [
+                    {"knowledge_base": kb, "status": status, **vars(change)}
+                    for kb, status, change in skipped
+                ],
+            }
+        )
+        return code
+    for kb, status, change in found:
+        print(f"{kb}: {status:<10} {change.path}  ({change.reason})")
+    for kb_report in report.knowledge_bases:
+        ok = kb_report.count("unchanged")
+        bad = sum(1 for kb, _, _ in drifted if kb == kb_report.name)
+        passed = sum(1 for kb, _, _ in skipped if kb == kb_report.name)
+        print(
+            f"{kb_report.name}: {ok} documents in sync, {bad} drifted"
+            + (f", {passed} skipped (on_error: skip)" if passed else "")
+        )
+        if kb_report.aborted:
+            print(
+                f"{kb_report.name}: stopped at the first failure (on_error: fail): "
+                f"{kb_report.aborted}",
+                file=sys.stderr,
+            )
+    return code
+
+
+def _verify_status(change: Change, on_error: str) -> str | None:
+    """What `verify` calls a change, or ``None`` for one it does not list."""
+    if change.action == "failed":
+        return "skipped" if _skipped(change, on_error) else "failed"
+    return _DRIFT.get(change.action)

@@ -12,7 +12,7 @@ from typing import Any
 from ..pipeline import Pipeline, rollback
 from ..rag import KnowledgeBase
 from ._arguments import JoinedQuery, score_threshold, top_k
-from ._output import EXIT_ERROR, EXIT_OK, plural, print_error, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, plural, print_error, print_json
 from ._parser import Commands
 
 
@@ -101,8 +101,7 @@ def _search(args: argparse.Namespace) -> int:
     try:
         where = parse_filter(args.filter)
     except ValueError as exc:
-        print_error(str(exc), args.json)
-        return EXIT_ERROR
+        raise UsageError(str(exc)) from None
 
     async def search() -> int:
         async with pipeline.build([args.kb]) as built:
@@ -175,7 +174,7 @@ def _delete(args: argparse.Namespace) -> int:
                     + (" within its metadata_filter" if kb.metadata_filter else ""),
                     as_json=False,
                 )
-                return EXIT_ERROR
+                return EXIT_FINDINGS  # what the store holds, not the command line, is at odds
             await kb.delete_document(args.document_id)
         print(f"deleted {args.document_id} from {args.kb}")
         return EXIT_OK
@@ -192,11 +191,10 @@ def _reset(args: argparse.Namespace) -> int:
     what = f"every document of {args.kb} (collection {spec.collection!r}{scope})"
     if not args.yes:
         if not sys.stdin.isatty():
-            print_error(f"reset deletes {what}; pass --yes to confirm", as_json=False)
-            return EXIT_ERROR
+            raise UsageError(f"reset deletes {what}; pass --yes to confirm")
         if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
             print("nothing deleted")
-            return EXIT_ERROR
+            return EXIT_FINDINGS  # declined: not done, though nothing was wrong with the command
 
     async def reset() -> int:
         async with pipeline.build([args.kb]) as built:

@@ -7,7 +7,11 @@ import logging
 import os
 import sys
 
-from .._errors import ConfigError, RagflowError
+from .._errors import ConfigError, MissingExtraError, RagflowError
+from ..credential import MissingSecretError
+from ..pipeline import UnknownTypeError
+from ..pipeline._copy import CopySourceNotAStore
+from ..pipeline._sources import SourceOutsideError
 from . import (
     _chat_command,
     _config_commands,
@@ -17,8 +21,31 @@ from . import (
     _kb_commands,
     _serve_command,
 )
-from ._output import EXIT_CLOSED_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, Interrupted, print_error
+from ._output import (
+    EXIT_CLOSED_PIPE,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    Interrupted,
+    UsageError,
+    print_error,
+)
 from ._parser import Commands
+
+# What exits 2 besides argparse's errors and an invalid file: the command line or the
+# file names something that is not there (a knowledge base is a KeyError, a pipeline
+# file or source folder a FileNotFoundError), or the environment lacks what the file
+# needs. Every other RagflowError happened against the store or a model: exit 1.
+_USAGE_ERRORS = (
+    UsageError,
+    KeyError,
+    FileNotFoundError,
+    UnknownTypeError,
+    SourceOutsideError,
+    CopySourceNotAStore,
+    MissingSecretError,
+    MissingExtraError,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for issue in exc.issues:
                 print(issue, file=sys.stderr)
-        return EXIT_ERROR
-    except (RagflowError, KeyError, FileNotFoundError) as exc:
+        return EXIT_USAGE
+    except (RagflowError, *_USAGE_ERRORS) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print_error(message, as_json)
-        return EXIT_ERROR
+        return EXIT_USAGE if isinstance(exc, _USAGE_ERRORS) else EXIT_FINDINGS
     except BrokenPipeError:
         # The reader is gone (`list | head`): nothing more to say, and the
         # interpreter must not try to flush into the closed pipe at exit.

@@ -6,16 +6,65 @@ import json
 import sys
 from typing import Any
 
-from .._errors import ConfigIssue
+from .._errors import ConfigIssue, RagflowError
 
-EXIT_OK, EXIT_ERROR, EXIT_PENDING = 0, 1, 2
+# The exit-code contract: one meaning per code, the same for every command.
+# `docs/cli.md` shows it as a table, generated from EXIT_CODES below.
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2  # argparse's own code for a bad command line; a bad pipeline file too
+EXIT_INTERRUPTED = 128 + 2  # the shell's code for SIGINT
 # A reader that closed the pipe (`... | head`): the shell's code for SIGPIPE.
 EXIT_CLOSED_PIPE = 128 + 13
-EXIT_INTERRUPTED = 128 + 2  # the shell's code for SIGINT
+EXIT_ERROR = EXIT_FINDINGS  # the name before the contract; new code says which of 1 and 2
+
+# (code, meaning, what gives it), in the words `docs/cli.md` prints.
+EXIT_CODES: tuple[tuple[int, str, str], ...] = (
+    (
+        EXIT_OK,
+        "success",
+        "the command did what it was asked. `run` indexed every file it could: a file "
+        "that failed to parse under `on_error: skip` is reported (as skipped, with its "
+        "reason) but is no failure; `plan` could plan, changes pending or not; `verify` "
+        "found the store in sync; `eval` met every threshold",
+    ),
+    (
+        EXIT_FINDINGS,
+        "findings",
+        "the command ran and found something wrong in the sources, the store or the "
+        "results, or could not finish against them: a failed file (under "
+        "`on_error: fail`, a file that cannot be read, a skipped one with `--strict`), a "
+        "rebuild not switched to, the mass-deletion guard or "
+        "`--refuse-on-fingerprint-change` refusing; changes pending with `plan --check`; "
+        "drift (`verify`); a missed threshold (`eval`); stale schemas (`schema --check`); "
+        "a document `copy` left out; a store or model that fails; a document id `delete` "
+        "does not find, nothing for `rollback` to switch back to",
+    ),
+    (
+        EXIT_USAGE,
+        "usage or configuration error",
+        "nothing was done, because the command line or the pipeline file is wrong, "
+        "whatever the store holds: an unknown flag or a bad value (argparse), a pipeline "
+        "file that does not exist or is invalid (`validate` too exits 2 for it), a name "
+        "the file does not define (a knowledge base, a store, a chat model), a bad "
+        "`--filter`, `reset` without `--yes` off a terminal, a secret, an extra or a "
+        "registered type the file needs and the environment lacks",
+    ),
+    (
+        EXIT_INTERRUPTED,
+        "interrupted",
+        "Ctrl-C (SIGINT): the command stopped with one line saying where it was; "
+        "`run` continues where it stopped when run again",
+    ),
+)
 
 
 class Interrupted(Exception):
     """Ctrl-C: the command stops with one line saying where it was, not a traceback."""
+
+
+class UsageError(RagflowError):
+    """A command line a command refuses after argparse took it: exit 2, as argparse's own."""
 
 
 def print_json(document: Any) -> None:

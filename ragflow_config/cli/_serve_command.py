@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..pipeline import Pipeline
 from ._arguments import float_between, int_between
-from ._output import EXIT_OK
+from ._output import EXIT_OK, UsageError
 from ._parser import Commands
 
 TOKEN_HELP = (
@@ -126,8 +126,12 @@ def register(commands: Commands) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     from ..server import DEFAULT_TOKEN_VARIABLE, ServeOptions, read_token, serve
+    from ..server._settings import TokenError
 
-    token = None if args.stdio else read_token(args.token_env or DEFAULT_TOKEN_VARIABLE)
+    try:
+        token = None if args.stdio else read_token(args.token_env or DEFAULT_TOKEN_VARIABLE)
+    except TokenError as exc:  # the environment's configuration: exit 2
+        raise UsageError(str(exc)) from None
     options = ServeOptions(
         host=args.host,
         port=args.port,

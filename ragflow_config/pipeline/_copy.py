@@ -38,6 +38,11 @@ class CopyRefused(RagflowError):
     """A copy stopped before writing anything: the source cannot give this knowledge base's records."""
 
 
+class CopySourceNotAStore(CopyRefused):
+    """``source_store`` names no store of the file, or the knowledge base's own: what is
+    wrong is the name asked for, whatever the stores hold (the CLI exits 2 for it)."""
+
+
 @dataclass
 class LeftOut:
     """A source document the copy did not write, and why."""
@@ -92,14 +97,14 @@ async def copy_knowledge_base(pipeline: Pipeline, name: str, source_store: str) 
     block = spec.vector_stores.get(source_store)
     if block is None:
         known = ", ".join(spec.vector_stores) or "none"
-        raise CopyRefused(
+        raise CopySourceNotAStore(
             f"{pipeline.path.name}: no vector store named {source_store!r} (defined: {known})"
         )
     own = kb_spec.vector_store
     if own == source_store or (
         isinstance(own, VectorStoreBlock) and own.model_dump() == block.model_dump()
     ):
-        raise CopyRefused(
+        raise CopySourceNotAStore(
             f"{name} already uses the store {source_store!r}: copy --from names another "
             "store of the file, the one the knowledge base used before"
         )

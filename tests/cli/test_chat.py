@@ -101,7 +101,7 @@ def test_a_file_without_a_chat_model_says_what_to_add(
     pipeline = project(tmp_path, "http://127.0.0.1:9/v1", "static")
     text = pipeline.read_text().replace("chat_models:\n  assistant:", "x-unused:\n  assistant:")
     pipeline.write_text(text)
-    assert main(["chat", str(pipeline), "-q", "anything"]) == 1
+    assert main(["chat", str(pipeline), "-q", "anything"]) == 2  # the file
     assert "chat needs a model: add one to `chat_models`" in capsys.readouterr().err
 
 
@@ -121,16 +121,16 @@ def test_with_two_chat_models_model_picks_one_and_a_wrong_name_lists_them(
     [request] = server.requests
     assert request.body["model"] == "other"
 
-    assert main(["chat", str(pipeline), "-q", "Cats?"]) == 1
+    assert main(["chat", str(pipeline), "-q", "Cats?"]) == 2
     assert capsys.readouterr().err == (
         f"error: {pipeline}: chat needs a model: pick one with --model (assistant, backup)\n"
     )
-    assert main(["chat", str(pipeline), "--model", "nope", "-q", "Cats?"]) == 1
+    assert main(["chat", str(pipeline), "--model", "nope", "-q", "Cats?"]) == 2
     assert capsys.readouterr().err == (
         f"error: {pipeline}: no chat model named 'nope' (defined: assistant, backup)\n"
     )
     pipeline.write_text(pipeline.read_text().replace("chat_models:", "x-unused:"))
-    assert main(["chat", str(pipeline), "--model", "nope", "-q", "Cats?"]) == 1
+    assert main(["chat", str(pipeline), "--model", "nope", "-q", "Cats?"]) == 2
     assert capsys.readouterr().err == (
         f"error: {pipeline}: no chat model named 'nope' (defined: none)\n"
     )
@@ -143,7 +143,7 @@ def test_a_file_without_middlewares_says_how_to_add_one(
     text = pipeline.read_text()
     pipeline.write_text(text[: text.index("middlewares:")])
     capsys.readouterr()
-    assert main(["chat", str(pipeline), "-q", "anything"]) == 1
+    assert main(["chat", str(pipeline), "-q", "anything"]) == 2  # the file
     assert capsys.readouterr().err == (
         f"error: {pipeline}: chat answers through the file's `middlewares`; add one, "
         "e.g. {type: rag, knowledge_bases: [...], parameters: {mode: agentic}}\n"

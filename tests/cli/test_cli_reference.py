@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from ragflow_config.cli._main import build_parser
+from ragflow_config.cli._output import EXIT_CLOSED_PIPE, EXIT_CODES
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 REGENERATE = "python tests/cli/test_cli_reference.py"
@@ -34,6 +35,8 @@ def reference() -> str:
         f"Generated from the argument parser by `{REGENERATE}`;",
         "`tests/cli/test_cli_reference.py` fails when this file is stale.",
         "",
+        *_exit_codes(),
+        "",
         *_section(f"`{parser.prog} {_metavar(commands)}`", parser),
     ]
     summaries = {choice.dest: choice.help for choice in commands._choices_actions}
@@ -43,6 +46,40 @@ def reference() -> str:
         if summaries[name] != sub.description:
             lines += ["", f"Listed in `{parser.prog} --help` as: {summaries[name]}"]
     return "\n".join(lines) + "\n"
+
+
+def _exit_codes() -> list[str]:
+    """The exit-code contract, from the constants every command returns
+    (`tests/cli/test_exit_codes.py` holds each command to it)."""
+    lines = [
+        "## Exit codes",
+        "",
+        "Every command gives one of these, with the same meaning everywhere:",
+        "",
+        "| code | meaning | when |",
+        "| --- | --- | --- |",
+    ]
+    lines += [f"| {code} | {meaning} | {when} |" for code, meaning, when in EXIT_CODES]
+    return [
+        *lines,
+        "",
+        "`plan` exits 0 whenever it could plan, changes pending or not: pending changes "
+        "are what a plan is for, not a failure. `plan --check` makes them a finding (1), "
+        "the way `schema --check` treats stale schemas and `ruff format --check` "
+        "unformatted files; 2 stays for a command line or file that is wrong. "
+        "(Terraform's `-detailed-exitcode` gives 2 for changes, the code kept here for "
+        "usage and configuration errors.)",
+        "",
+        "Under `on_error: skip`, `run`, `plan` and `verify` agree on a file that fails to "
+        "parse: each reports it as skipped, with its reason, and exits 0; `--strict` makes "
+        "it a finding (1) for all three. Under `on_error: fail` it is a finding, and `run` "
+        "stops at the first. A file that cannot be read is always a finding, and so is a "
+        "rebuild that is not switched to: a rebuild goes live only when no file failed, "
+        "skipped ones included.",
+        "",
+        f"A reader that closes the pipe early (`ragflow-config list ... | head`) ends the "
+        f"command with {EXIT_CLOSED_PIPE}, a shell's code for SIGPIPE, and no traceback.",
+    ]
 
 
 def _section(title: str, parser: argparse.ArgumentParser) -> list[str]:

@@ -16,7 +16,7 @@ from pipeline.test_run import BROKEN, GOOD, make_project
 
 from ragflow_config.cli import main
 
-EXIT_OK, EXIT_ERROR, EXIT_PENDING = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 class Cli:
@@ -52,25 +52,30 @@ def set_option(cli: Cli, line: str) -> None:
         file.write(f"    {line}\n")
 
 
-def test_plan_exits_2_while_changes_are_pending_0_in_sync_and_1_on_error(
+def test_plan_exits_0_when_it_could_plan_1_with_check_while_changes_are_pending_2_on_error(
     cli: Cli, tmp_path: Path
 ) -> None:
-    assert cli("plan") == EXIT_PENDING
+    assert cli("plan") == EXIT_OK  # pending changes are what a plan shows, not a failure
+    for path in GOOD:
+        assert f"  add         {path}  (new file)" in cli.out
+    assert cli("plan", "--check") == EXIT_FINDINGS
     for path in GOOD:
         assert f"  add         {path}  (new file)" in cli.out
     assert cli.documents() == {}  # a plan writes nothing
 
     assert cli("run") == EXIT_OK
-    assert cli("plan") == EXIT_OK
+    assert cli("plan", "--check") == EXIT_OK
     assert "docs: would add 0, update 0, delete 0; unchanged 3" in cli.out
 
     (tmp_path / "docs" / "fox.md").write_text("# Foxes\n\nFoxes are red.\n", encoding="utf-8")
-    assert cli("plan", "--json") == EXIT_PENDING
+    assert cli("plan", "--json", "--check") == EXIT_FINDINGS
     [kb] = json.loads(cli.out)["knowledge_bases"]
     assert kb["counts"]["update"] == 1
 
     edit(Path(cli.pipeline), "chunk_size: 32", "chunk_size: 0")
-    assert cli("plan") == EXIT_ERROR
+    assert cli("plan") == EXIT_USAGE  # an invalid file, with or without --check
+    assert "chunk_size" in cli.err
+    assert cli("plan", "--check") == EXIT_USAGE
     assert "chunk_size" in cli.err
 
 
@@ -86,14 +91,14 @@ def test_verify_names_missing_extra_and_drifted_documents_and_fix_repairs_them(
     (docs / "guide" / "sorting.txt").unlink()
     (docs / "new.md").write_text("A new page.\n", encoding="utf-8")
     (docs / "fox.md").write_text("# Foxes\n\nFoxes are red.\n", encoding="utf-8")
-    assert cli("verify") == EXIT_ERROR
+    assert cli("verify") == EXIT_FINDINGS
     assert cli.out.splitlines() == [
         "docs: drift      fox.md  (content changed)",
         "docs: extra      guide/sorting.txt  (source file is gone)",
         "docs: missing    new.md  (new file)",
         "docs: 1 documents in sync, 3 drifted",
     ]
-    assert cli("verify", "--json") == EXIT_ERROR
+    assert cli("verify", "--json") == EXIT_FINDINGS
     report = json.loads(cli.out)
     assert report["healthy"] is False
     assert {(row["status"], row["path"]) for row in report["drift"]} == {
@@ -115,7 +120,7 @@ def test_prune_and_no_prune_override_the_pipeline(cli: Cli, tmp_path: Path) -> N
 
     assert cli("run") == EXIT_OK  # the pipeline leaves `prune` off: the document stays
     assert "kept 1" in cli.out and "guide/sorting.txt" in cli.documents()
-    assert cli("plan", "--prune") == EXIT_PENDING
+    assert cli("plan", "--prune", "--check") == EXIT_FINDINGS
     assert "  delete      guide/sorting.txt  (source file is gone)" in cli.out
     assert cli("run", "--prune") == EXIT_OK
     assert sorted(cli.documents()) == ["fox.md", "guide/deep/files.rst"]
@@ -136,13 +141,13 @@ def test_the_mass_deletion_guard_stops_plan_and_run_until_forced(cli: Cli, tmp_p
     (tmp_path / "docs" / "guide" / "sorting.txt").unlink()
 
     refusal = "docs: the run would delete 2 of 3 documents (67%, more than max_delete_fraction 20%)"
-    assert cli("plan") == EXIT_ERROR
+    assert cli("plan") == EXIT_FINDINGS
     assert refusal in cli.err and "pass --force" in cli.err
-    assert cli("run") == EXIT_ERROR
+    assert cli("run") == EXIT_FINDINGS
     assert refusal in cli.err
     assert len(cli.documents()) == 3  # refused before writing anything
 
-    assert cli("plan", "--force") == EXIT_PENDING
+    assert cli("plan", "--force", "--check") == EXIT_FINDINGS
     assert cli("run", "--force") == EXIT_OK
     assert sorted(cli.documents()) == ["guide/deep/files.rst"]
 
@@ -152,9 +157,9 @@ def test_refuse_on_fingerprint_change_stops_naming_what_changed(cli: Cli) -> Non
     edit(Path(cli.pipeline), "chunk_size: 32", "chunk_size: 16")
 
     for command in ("plan", "run"):
-        assert cli(command, "--refuse-on-fingerprint-change") == EXIT_ERROR
+        assert cli(command, "--refuse-on-fingerprint-change") == EXIT_FINDINGS
         assert "the pipeline changed what produces the vectors (chunker)" in cli.err
-    assert cli("plan") == EXIT_PENDING  # the refused run re-indexed nothing
+    assert cli("plan", "--check") == EXIT_FINDINGS  # the refused run re-indexed nothing
     assert cli.out.count("(pipeline changed: chunker)") == 3
 
     assert cli("run") == EXIT_OK
@@ -173,14 +178,14 @@ def test_kb_limits_run_plan_and_verify_to_the_named_knowledge_base(
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "todo.md").write_text("Water the plants.\n", encoding="utf-8")
 
-    assert cli("plan", "--kb", "notes") == EXIT_PENDING
+    assert cli("plan", "--kb", "notes", "--check") == EXIT_FINDINGS
     assert cli("run", "--kb", "notes") == EXIT_OK
     assert cli.documents("notes") == {"todo.md": 1}
     assert cli.documents("docs") == {}
     assert cli("plan", "--kb", "notes") == EXIT_OK
     assert cli("verify", "--kb", "notes") == EXIT_OK
-    assert cli("plan") == EXIT_PENDING  # docs is still to index
-    assert cli("verify") == EXIT_ERROR
+    assert cli("plan", "--check") == EXIT_FINDINGS  # docs is still to index
+    assert cli("verify") == EXIT_FINDINGS
 
 
 def test_list_shows_each_document_and_delete_removes_one(cli: Cli) -> None:
@@ -199,9 +204,9 @@ def test_list_shows_each_document_and_delete_removes_one(cli: Cli) -> None:
     assert cli("delete", "docs", fox) == EXIT_OK
     assert cli.out == f"deleted {fox} from docs\n"
     assert sorted(cli.documents()) == ["guide/deep/files.rst", "guide/sorting.txt"]
-    assert cli("delete", "docs", fox) == EXIT_ERROR
+    assert cli("delete", "docs", fox) == EXIT_FINDINGS
     assert f"nothing deleted: docs has no document {fox}" in cli.err
-    assert cli("plan") == EXIT_PENDING
+    assert cli("plan", "--check") == EXIT_FINDINGS
     assert "  add         fox.md  (new file)" in cli.out
 
 
@@ -214,14 +219,14 @@ def test_verify_reports_a_mass_deletion_as_drift_and_fixes_it_only_when_forced(
     (tmp_path / "docs" / "guide" / "sorting.txt").unlink()
 
     # Reporting never refuses: the guard is for deleting, and verify deletes nothing.
-    assert cli("verify") == EXIT_ERROR
+    assert cli("verify") == EXIT_FINDINGS
     assert cli.out.splitlines() == [
         "docs: extra      fox.md  (source file is gone)",
         "docs: extra      guide/sorting.txt  (source file is gone)",
         "docs: 1 documents in sync, 2 drifted",
     ]
     assert cli.err == ""
-    assert cli("verify", "--json") == EXIT_ERROR
+    assert cli("verify", "--json") == EXIT_FINDINGS
     assert {
         (row["knowledge_base"], row["status"], row["path"]) for row in json.loads(cli.out)["drift"]
     } == {
@@ -229,7 +234,7 @@ def test_verify_reports_a_mass_deletion_as_drift_and_fixes_it_only_when_forced(
         ("docs", "extra", "guide/sorting.txt"),
     }
 
-    assert cli("verify", "--fix") == EXIT_ERROR
+    assert cli("verify", "--fix") == EXIT_FINDINGS
     assert "the run would delete 2 of 3 documents" in cli.err
     assert len(cli.documents()) == 3
     assert cli("verify", "--fix", "--force", "--json") == EXIT_OK
@@ -254,8 +259,8 @@ def test_run_ends_with_the_file_count_and_on_error_fail_says_where_it_stopped(
 
     (tmp_path / "docs" / BROKEN).write_bytes("caf\xe9\n".encode("latin-1"))
     edit(Path(cli.pipeline), "on_error: skip", "on_error: fail")
-    assert cli("verify", "--fix") == EXIT_ERROR  # a repair that fails says so
-    assert cli("run") == EXIT_ERROR
+    assert cli("verify", "--fix") == EXIT_FINDINGS  # a repair that fails says so
+    assert cli("run") == EXIT_FINDINGS
     assert "failed 1" in cli.out
     assert re.fullmatch(r"\d files? in \d+\.\ds", cli.out.splitlines()[-1]), cli.out
     failed, stopped = cli.err.splitlines()[-2:]

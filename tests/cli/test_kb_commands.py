@@ -72,7 +72,7 @@ def test_search_filter_narrows_by_metadata_and_nests_with_dots(
     assert main([*query, "--filter", "colour=blue", "--filter", "shade.depth=1"]) == 0
     assert json.loads(output_of(capsys)[0]) == []
 
-    assert main([*query, "--filter", "colour"]) == 1
+    assert main([*query, "--filter", "colour"]) == 2  # usage
     assert json.loads(output_of(capsys)[0]) == {
         "error": {"message": "--filter 'colour': expected KEY=VALUE"}
     }
@@ -86,7 +86,7 @@ def test_a_model_change_is_rebuilt_beside_rolled_back_and_reset(
     write_pipeline(tmp_path, dimensions=32)  # another model: vectors of another length
     output_of(capsys)
 
-    assert main(["plan", str(pipeline)]) == 2
+    assert main(["plan", str(pipeline), "--check"]) == 1  # pending
     assert (
         "would rebuild beside the live collection notes (embedding, dimensions 64 -> 32 "
         in (output_of(capsys)[0])
@@ -105,7 +105,7 @@ def test_a_model_change_is_rebuilt_beside_rolled_back_and_reset(
     assert main(["list", str(pipeline), "notes"]) == 0  # this file's model built the previous one
     assert "(previous, read by this pipeline)" in output_of(capsys)[0]
 
-    assert main(["reset", str(pipeline), "notes"]) == 1  # no terminal to confirm on
+    assert main(["reset", str(pipeline), "notes"]) == 2  # no terminal to confirm on
     assert "pass --yes to confirm" in output_of(capsys)[1]
     assert main(["reset", str(pipeline), "notes", "--yes"]) == 0
     assert "collection dropped" in output_of(capsys)[0]
@@ -127,7 +127,7 @@ def test_json_errors_are_one_json_document_on_stdout(
 ) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("version: 1\nknowledge_bases: []\n", encoding="utf-8")
-    assert main(["run", str(broken), "--json"]) == 1
+    assert main(["run", str(broken), "--json"]) == 2
     out, err = output_of(capsys)
     document = json.loads(out)
     assert document["error"]["message"] == "the pipeline file is invalid"
@@ -137,7 +137,7 @@ def test_json_errors_are_one_json_document_on_stdout(
     assert err == ""
 
     pipeline = project(tmp_path)
-    assert main(["list", str(pipeline), "nowhere", "--json"]) == 1
+    assert main(["list", str(pipeline), "nowhere", "--json"]) == 2
     assert "nowhere" in json.loads(output_of(capsys)[0])["error"]["message"]
 
 

@@ -125,7 +125,7 @@ def test_an_unknown_executor_is_an_error_naming_the_registered_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pipeline = project(tmp_path)
-    assert main(["run", str(pipeline), "--executor", "nope"]) == 1
+    assert main(["run", str(pipeline), "--executor", "nope"]) == 2
     assert output_of(capsys) == (
         "",
         "error: unknown executor type 'nope' (registered: local, ray)\n",

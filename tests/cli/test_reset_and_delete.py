@@ -60,7 +60,7 @@ def test_reset_of_one_tenant_names_its_scope_and_leaves_the_other_tenant(
     output_of(capsys)
 
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no terminal: --yes is required
-    assert main(["reset", str(a), "handbook"]) == 1
+    assert main(["reset", str(a), "handbook"]) == 2  # usage
     assert output_of(capsys)[1] == (
         "error: reset deletes every document of handbook (collection 'handbooks' within "
         '{"tenant_id": "a"}); pass --yes to confirm\n'
@@ -76,7 +76,7 @@ def test_reset_of_an_unknown_knowledge_base_names_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pipeline = project(tmp_path)
-    assert main(["reset", str(pipeline), "nowhere", "--yes"]) == 1
+    assert main(["reset", str(pipeline), "nowhere", "--yes"]) == 2
     assert output_of(capsys)[1] == f"error: {pipeline}: no knowledge base named 'nowhere'\n"
 
 

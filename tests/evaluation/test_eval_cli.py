@@ -201,11 +201,11 @@ def test_eval_takes_one_or_two_files_and_needs_an_evaluation_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = project(tmp_path, "a", 64, recall=0.5)
-    assert main(["eval", str(path), str(path), str(path), "--json"]) == 1
+    assert main(["eval", str(path), str(path), str(path), "--json"]) == 2
     assert json.loads(capsys.readouterr().out) == {
         "error": {"message": "eval takes one pipeline file, or two to compare"}
     }
-    assert main(["eval", str(path), "--kb", "other", "--json"]) == 1
+    assert main(["eval", str(path), "--kb", "other", "--json"]) == 2
     assert json.loads(capsys.readouterr().out) == {
         "error": {"message": f"{path}: no knowledge base with an `evaluation` block"}
     }

@@ -85,6 +85,8 @@ MINIMAL: dict[str, list[str]] = {
     "list": ["p.yaml", "kb"],
     "delete": ["p.yaml", "kb", "doc"],
     "reset": ["p.yaml", "kb"],
+    "rollback": ["p.yaml", "kb"],
+    "copy": ["p.yaml", "kb", "--from", "store"],
     "eval": ["p.yaml"],
     "chat": ["p.yaml"],
     "serve": ["p.yaml"],

@@ -20,10 +20,10 @@ def test_a_valid_file_exits_0(in_files: Path, capsys: pytest.CaptureFixture[str]
     assert captured.out == "2 file(s) valid\n"
 
 
-def test_an_invalid_file_exits_1_with_one_line_per_issue_on_stderr(
+def test_an_invalid_file_exits_2_with_one_line_per_issue_on_stderr(
     in_files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", "valid.yaml", "bad_values.yaml", "overlap_too_large.yaml"]) == 1
+    assert main(["validate", "valid.yaml", "bad_values.yaml", "overlap_too_large.yaml"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
@@ -39,7 +39,7 @@ def test_an_invalid_file_exits_1_with_one_line_per_issue_on_stderr(
 def test_json_lists_every_issue_with_its_place(
     in_files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", "--json", "bad_values.yaml", "syntax_tab.yaml"]) == 1
+    assert main(["validate", "--json", "bad_values.yaml", "syntax_tab.yaml"]) == 2
     issues = json.loads(capsys.readouterr().out)
     assert issues[:2] == [
         {
@@ -74,7 +74,7 @@ def test_json_of_a_valid_file_is_an_empty_list(
     assert json.loads(capsys.readouterr().out) == []
 
 
-def test_the_installed_script_exits_1_and_prints_the_issue(in_files: Path) -> None:
+def test_the_installed_script_exits_2_and_prints_the_issue(in_files: Path) -> None:
     script = shutil.which("ragflow-config", path=os.path.dirname(sys.executable))
     assert script, "the ragflow-config console script is not installed next to this Python"
     done = subprocess.run(
@@ -84,7 +84,7 @@ def test_the_installed_script_exits_1_and_prints_the_issue(in_files: Path) -> No
         timeout=120,
         check=False,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # a configuration error, as from every command
     assert (
         "overlap_too_large.yaml:11:9: knowledge_bases[0].chunker.parameters: "
         "overlap (100) must be less than chunk_size (100)\n"

@@ -397,7 +397,7 @@ async def assert_nothing_written(project: Project) -> None:
         assert await kb.vector_store.collection_dimensions(kb.collection) is None
 
 
-def test_the_cli_copies_and_reports_and_refuses_with_exit_1(
+def test_the_cli_copies_and_reports_and_refuses_a_wrong_store_with_exit_2(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project.write("qdrant")
@@ -419,9 +419,9 @@ def test_the_cli_copies_and_reports_and_refuses_with_exit_1(
         f"version), {len(TOPICS)} skipped (already there), 0 chunks written\n"
     )
 
-    assert main(["copy", str(project.path), "docs", "--from", "pg"]) == 1
+    assert main(["copy", str(project.path), "docs", "--from", "pg"]) == 2  # its own
     assert "error: docs already uses the store 'pg'" in capsys.readouterr().err
-    assert main(["copy", str(project.path), "docs", "--from", "elsewhere", "--json"]) == 1
+    assert main(["copy", str(project.path), "docs", "--from", "elsewhere", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]["message"]
     assert error == (
         "pipeline.yaml: no vector store named 'elsewhere' (defined: qdrant, qdrant-fresh, pg)"

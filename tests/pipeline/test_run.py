@@ -397,7 +397,8 @@ def test_the_cli_runs_searches_and_reports_json(
 ) -> None:
     path = str(make_project(tmp_path))
 
-    assert main(["run", "--workers", "0", "--json", path]) == 1  # one file failed
+    # One file failed, skipped under `on_error: skip`: reported, and no failure of the run.
+    assert main(["run", "--workers", "0", "--json", path]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"dry_run", "seconds", "failed", "knowledge_bases"}
     assert (report["dry_run"], report["failed"]) == (False, True)
@@ -446,13 +447,15 @@ def test_the_cli_runs_searches_and_reports_json(
     assert printed[0].startswith("[1] score ") and printed[0].endswith("fox.md  (chunk 0)")
     assert "The quick brown fox jumps over the lazy dog." in "\n".join(printed)
 
-    assert main(["run", "--workers", "0", path]) == 1  # still failing, nothing else to do
+    # Still failing, nothing else to do: skipped again, and reported again, every run.
+    assert main(["run", "--workers", "0", path]) == 0
     captured = capsys.readouterr()
-    assert f"docs: FAILED {BROKEN}: not valid utf-8 at byte 3" in captured.err
+    assert f"docs: skipped {BROKEN}: not valid utf-8 at byte 3" in captured.err
     assert (
-        "docs: did add 0, update 0, delete 0; unchanged 3, kept 0, unsupported 1, empty 0, failed 1;"
-        in (captured.out)
+        "docs: did add 0, update 0, delete 0; unchanged 3, kept 0, unsupported 1, empty 0, "
+        "failed 1 (1 skipped, on_error: skip);" in captured.out
     )
+    assert main(["run", "--workers", "0", path, "--strict"]) == 1
 
 
 async def test_a_named_store_and_model_are_built_once_and_shared(tmp_path: Path) -> None:

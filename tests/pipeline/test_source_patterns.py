@@ -69,7 +69,7 @@ def test_validate_names_the_line_of_a_source_that_finds_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pipeline = project(tmp_path, ["*.rst"])
-    assert main(["validate", str(pipeline)]) == 1
+    assert main(["validate", str(pipeline)]) == 2
     err = capsys.readouterr().err
     assert (
         ":10:" in err and "knowledge_bases[0].sources[0].include: no file in 'docs' matches" in err
@@ -80,7 +80,7 @@ def test_validate_refuses_braces_which_gitignore_patterns_do_not_have(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pipeline = project(tmp_path, ["*.md", "*.{txt,rst}"])
-    assert main(["validate", str(pipeline)]) == 1
+    assert main(["validate", str(pipeline)]) == 2
     err = capsys.readouterr().err
     assert "knowledge_bases[0].sources[0].include[1]: '*.{txt,rst}': braces are not" in err
 
@@ -90,7 +90,7 @@ def test_a_missing_source_folder_is_reported_at_its_line_by_validate_and_run(
 ) -> None:
     pipeline = project(tmp_path, ["**/*"], path="doc")
     for command in (["validate", str(pipeline)], ["run", str(pipeline), "--workers", "0"]):
-        assert main(command) == 1
+        assert main(command) == 2  # the file, for validate as for run
         err = capsys.readouterr().err
         assert ":9:" in err and "sources[0].path: source folder 'doc'" in err
         assert "does not exist" in err

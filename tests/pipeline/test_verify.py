@@ -18,17 +18,19 @@ def test_files_the_pipeline_skips_are_not_drift(
     pipeline = make_project(tmp_path)  # an unsupported and an undecodable file among them
     (tmp_path / "docs" / "empty.txt").write_bytes(b"")
     (tmp_path / "docs" / "blank.md").write_text("\n   \n\n", encoding="utf-8")
-    assert main(["run", str(pipeline), "--workers", "0"]) == 1  # the undecodable file fails
+    # The undecodable file fails, skipped under `on_error: skip`: reported, not a failure.
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
     capsys.readouterr()
 
     assert main(["verify", str(pipeline)]) == 0
     out = capsys.readouterr().out
-    assert f"docs: {len(GOOD)} documents in sync, 0 drifted" in out
+    assert f"docs: skipped    {BROKEN}  (not valid utf-8 at byte 3" in out
+    assert f"docs: {len(GOOD)} documents in sync, 0 drifted, 1 skipped (on_error: skip)" in out
 
     assert main(["plan", str(pipeline)]) == 0  # in sync: no run would store them either
     out = capsys.readouterr().out
     assert "empty       empty.txt  (nothing to index in the file)" in out
-    assert f"failed      {BROKEN}" in out
+    assert f"skipped     {BROKEN}" in out
 
 
 def test_a_source_file_that_cannot_be_read_is_drift(
