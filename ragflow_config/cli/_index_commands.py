@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from ..pipeline import Change, KnowledgeBaseReport, Pipeline, Rebuild, RunOptions, RunReport
 from ._arguments import int_between
 from ._output import EXIT_FINDINGS, EXIT_OK, Interrupted, plural, print_json
 from ._parser import Commands
+from ._plan_markdown import plan_markdown
 from ._progress import Progress
 
 # More parser processes than this is a typo, not a machine: each is a Python process.
@@ -49,6 +51,13 @@ def register(commands: Commands) -> None:
         )
         _strict(sub)
         if name == "plan":
+            sub.add_argument(
+                "--format",
+                choices=["text", "markdown"],
+                default="text",
+                help="`markdown`: the plan as the body of a pull request comment, with the "
+                "deletion guard's verdict in it rather than a refusal",
+            )
             sub.add_argument(
                 "--check",
                 action="store_true",
@@ -256,10 +265,17 @@ def _run(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
-    report = asyncio.run(pipeline.run(args.kb, _options(args, True, None)))
-    _print_report(report, pipeline, args.json)
+    markdown = args.format == "markdown"
+    options = replace(_options(args, True, None), report_refusal=markdown)
+    report = asyncio.run(pipeline.run(args.kb, options))
+    if markdown:
+        print(plan_markdown(report, title=f"Plan: `{args.file}`"), end="")
+    else:
+        _print_report(report, pipeline, args.json)
     # The exit code the run would give; pending changes are a finding only when asked.
     code = _exit_code(report, pipeline, args.strict)
+    if report.refused:
+        return EXIT_FINDINGS  # a run would refuse, as the comment says
     return EXIT_FINDINGS if args.check and report.pending else code
 
 

@@ -179,3 +179,22 @@ def _regenerate() -> None:
 
 if __name__ == "__main__":
     _regenerate()
+
+
+def test_plan_prints_the_comment_and_exits_1_where_a_run_would_refuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ragflow_config.cli import main
+
+    path = _project(tmp_path, {f"{t}.md": _topic(t) for t in TOPICS})
+    asyncio.run(Pipeline.load(path).run(options=IN_PROCESS))
+    _edit(path, "chunk_size: 256", "chunk_size: 128")
+    assert main(["plan", str(path), "--format", "markdown"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == plan_markdown(_plan(path), title=f"Plan: `{path}`")
+    assert "`chunker.parameters.chunk_size 256 → 128`" in printed
+
+    for topic in TOPICS[:4]:
+        (tmp_path / "docs" / f"{topic}.md").unlink()
+    assert main(["plan", str(path), "--format", "markdown"]) == 1
+    assert "refused without `--force`" in capsys.readouterr().out
