@@ -219,7 +219,7 @@ async def test_a_short_token_is_refused_at_start(indexed: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # a configuration error: the exit-code contract
     assert "error: $MY_TOKEN must be at least 16 characters" in done.stderr
     assert "tooshort" not in done.stderr
 
