@@ -214,7 +214,7 @@ async def _collections(kb: KnowledgeBase) -> str:
     pointer = await kb.read_pointer()
     if pointer is None:
         return ""
-    read = await kb.live_collection()
+    read = kb.generation_read(pointer).collection
     names = [
         f"{g.collection} ({'live' if i == 0 else 'previous'}"
         + (", read by this pipeline" if g.collection == read and i else "")

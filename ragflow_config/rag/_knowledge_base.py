@@ -16,7 +16,7 @@ from ..message import DataBlock, TextBlock
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
-from ._stores._pointer import Pointer
+from ._stores._pointer import Generation, Pointer
 from ._stores.base import VectorStoreBase, flatten_filter
 
 if TYPE_CHECKING:  # rerankers import rag's types
@@ -93,6 +93,7 @@ class KnowledgeBase:
         self._ready_for: str | None = None  # the physical collection checked last
         self._ready_lock = asyncio.Lock()
         self._warned_not_live: str | None = None
+        self._own_digest: str | None = None
 
     @property
     def embedding_model(self) -> EmbeddingModelBase:
@@ -153,24 +154,28 @@ class KnowledgeBase:
         pointer = await self.read_pointer()
         if pointer is None:
             return self._collection, True
-        own = vectors_digest(self._embedding_model)
+        generation = self.generation_read(pointer)
+        if generation is not pointer.live and self._warned_not_live != pointer.live.collection:
+            self._warned_not_live = pointer.live.collection
+            logger.warning(
+                "%s: the live collection %s was built by another embedding model than "
+                "%s; reading %s, the latest kept one built by it, until this handle "
+                "is made from the pipeline that built the live one",
+                self.name,
+                pointer.live.collection,
+                self._embedding_model.model,
+                generation.collection,
+            )
+        return generation.collection, False
+
+    def generation_read(self, pointer: Pointer) -> Generation:
+        """Of ``pointer``'s collections, the one this handle reads: the newest its own
+        model built (the live one, unless the model changed since)."""
+        if self._own_digest is None:  # once: the model is the handle's for good
+            self._own_digest = vectors_digest(self._embedding_model)
         for generation in pointer.generations:
-            if generation.embedding == own:
-                if (
-                    generation is not pointer.live
-                    and self._warned_not_live != pointer.live.collection
-                ):
-                    self._warned_not_live = pointer.live.collection
-                    logger.warning(
-                        "%s: the live collection %s was built by another embedding model than "
-                        "%s; reading %s, the latest kept one built by it, until this handle "
-                        "is made from the pipeline that built the live one",
-                        self.name,
-                        pointer.live.collection,
-                        self._embedding_model.model,
-                        generation.collection,
-                    )
-                return generation.collection, False
+            if generation.embedding == self._own_digest:
+                return generation
         raise CollectionMismatchError(
             f"knowledge base {self.name!r}: its live collection {pointer.live.collection!r} "
             f"was built by another embedding model than "
