@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import CollectionMismatchError, RagflowError
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, RetrievalSettings, VectorStoreBase
 from ._build import build_component
+from ._generations import complete
 from ._generations import state as _state
 from ._registry import Registry
 from ._run import fingerprint
@@ -248,12 +249,7 @@ async def _source_documents(source: KnowledgeBase, where: str) -> list[DocumentS
 
 def _holds(summary: DocumentSummary, revision: str) -> bool:
     """Whether the target holds a document complete in ``revision``."""
-    state = _state(summary)
-    return (
-        "content_hash" in state
-        and state.get("revision") == revision
-        and state.get("chunks") == summary.chunk_count
-    )
+    return complete(summary) and _state(summary).get("revision") == revision
 
 
 def _incomplete(records: list[tuple[Chunk, list[float]]], state: dict[str, Any]) -> str | None:

@@ -80,14 +80,24 @@ async def rebuild_reasons(kb: KnowledgeBase, live: str, stale_prints: Iterable[s
     return reasons
 
 
+def most_common(states: Iterable[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    """The mapping most of the given states hold under ``key``; ``None`` when none holds
+    one. Ties go to the first in sorted order, so the answer does not hang on listing order."""
+    found = Counter(
+        json.dumps(found[key], sort_keys=True)
+        for found in states
+        if isinstance(found.get(key), dict)
+    )
+    if not found:
+        return None
+    best = max(found.values())
+    chosen: dict[str, Any] = json.loads(min(text for text, n in found.items() if n == best))
+    return chosen
+
+
 def _described(collection: str, documents: Iterable[DocumentSummary]) -> Generation:
     """A collection built before pointers, described by what its documents say built them."""
-    prints = Counter(
-        json.dumps(state(s)["fingerprint"], sort_keys=True)
-        for s in documents
-        if isinstance(state(s).get("fingerprint"), dict)
-    )
-    fingerprint = json.loads(prints.most_common(1)[0][0]) if prints else {}
+    fingerprint = most_common((state(s) for s in documents), "fingerprint") or {}
     return Generation(
         collection=collection,
         embedding=fingerprint.get("embedding", ""),
@@ -118,8 +128,7 @@ async def begin(
     return pointer
 
 
-async def check(
-    kb: KnowledgeBase,
+def check(
     target_documents: dict[str, DocumentSummary],
     live_documents: dict[str, DocumentSummary],
     wanted: Iterable[str],

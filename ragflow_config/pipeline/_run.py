@@ -40,6 +40,7 @@ from ._generations import (
     Rebuild,
     begin,
     check,
+    complete,
     rebuild_reasons,
     retire,
     switch,
@@ -409,7 +410,7 @@ async def _run_knowledge_base(
             chunks_to_embed=sum(
                 summary.chunk_count
                 for doc_id, summary in managed.items()
-                if doc_id in wanted and not _whole(existing.get(doc_id))
+                if doc_id in wanted and not (doc_id in existing and complete(existing[doc_id]))
             ),
         )
         if not options.dry_run:
@@ -467,6 +468,7 @@ async def _run_knowledge_base(
                 data,
                 digest,
                 prints,
+                settings,
                 existing.get(doc_id),
                 processes,
                 ahead.files(),
@@ -550,7 +552,9 @@ async def _run_knowledge_base(
         if options.progress:
             options.progress(kb.name, change)
     if report.rebuild and not options.dry_run:
-        await _finish_rebuild(plan, write_kb, report, report.rebuild, wanted, managed, options)
+        await _finish_rebuild(
+            plan, write_kb, report, report.rebuild, prints, wanted, managed, options
+        )
     return _sorted(report)
 
 
@@ -563,16 +567,12 @@ async def _documents(kb: KnowledgeBase) -> dict[str, DocumentSummary]:
     return {s.document_id: s for s in await store.list_documents(collection, kb.metadata_filter)}
 
 
-def _whole(summary: DocumentSummary | None) -> bool:
-    state = _state(summary) if summary is not None else {}
-    return summary is not None and _complete(state) and state.get("chunks") == summary.chunk_count
-
-
 async def _finish_rebuild(
     plan: IndexingPlan,
     write_kb: KnowledgeBase,
     report: KnowledgeBaseReport,
     rebuild: Rebuild,
+    prints: dict[str, str],
     wanted: dict[str, SourceFile],
     live_documents: dict[str, DocumentSummary],
     options: RunOptions,
@@ -587,9 +587,7 @@ async def _finish_rebuild(
         rebuild.waiting = "a shard builds a part: `run --prune-only` switches once every shard ran"
         return
     skipped = {c.document_id for c in report.changes if c.action in ("unsupported", "empty")}
-    problem = await check(
-        write_kb, built, live_documents, wanted, skipped, report.failures, fingerprint(plan)
-    )
+    problem = check(built, live_documents, wanted, skipped, report.failures, prints)
     if problem is not None:
         rebuild.blocked = f"{problem}; the live collection {rebuild.live} stays live"
         return
@@ -739,10 +737,12 @@ async def _write(
     data: bytes,
     digest: str,
     prints: dict[str, str],
+    settings: dict[str, Any],
     previous: DocumentSummary | None,
     processes: StartedExecutor | None,
     files_ahead: int,
 ) -> Change:
+    """Write a file's new version; ``prints`` and ``settings`` describe the pipeline."""
     prepared = await _prepare(plan, change, file, data, processes, files_ahead)
     if isinstance(prepared, Change):
         return prepared
@@ -761,7 +761,7 @@ async def _write(
             "chunks": len(chunks),
             "fingerprint": prints,
             # Described beside the digests, never digested: what a plan names as changed.
-            "settings": described_settings(plan),
+            "settings": settings,
         }
         chunks[0] = chunks[0].model_copy(
             update={"metadata": {**chunks[0].metadata, STATE_KEY: state}}

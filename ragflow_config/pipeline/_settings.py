@@ -11,12 +11,12 @@ described beside the digests, never digested: adding them re-indexes nothing.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from ..embedding import EmbeddingParameters
 from ._build import IndexingPlan
+from ._generations import most_common
 
 #: A flat change of one setting: its dotted path, the old value and the new one
 #: (``None`` for a setting one side does not have).
@@ -61,17 +61,7 @@ def described_settings(plan: IndexingPlan) -> dict[str, Any]:
 def most_common_settings(states: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     """The ``settings`` most of the given chunk 0 states carry; ``None`` when none does
     (documents indexed before settings were kept)."""
-    found = Counter(
-        json.dumps(state["settings"], sort_keys=True)
-        for state in states
-        if isinstance(state.get("settings"), dict)
-    )
-    if not found:
-        return None
-    # Ties go to the first in sorted order, so the answer does not hang on listing order.
-    best = max(found.values())
-    chosen: dict[str, Any] = json.loads(min(text for text, n in found.items() if n == best))
-    return chosen
+    return most_common(states, "settings")
 
 
 def setting_changes(
