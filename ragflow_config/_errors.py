@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterable
 
 from ._redact import redact_urls
 
@@ -112,6 +113,16 @@ class ConfigError(RagflowError):
     def __init__(self, issues: list[ConfigIssue]) -> None:
         self.issues = issues
         super().__init__("\n".join(str(issue) for issue in issues))
+
+
+def defined(names: Iterable[str]) -> str:
+    """``a, b``: the names a file defines, for "(defined: ...)"; ``none`` when there are none.
+
+    A name holding a line break or another unprintable character is quoted, so a
+    message stays on one line whatever the file's keys hold.
+    """
+    shown = [name if name.isprintable() else repr(name) for name in names]
+    return ", ".join(shown) or "none"
 
 
 def format_path(path: tuple[str | int, ...]) -> str:

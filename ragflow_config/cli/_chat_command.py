@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._errors import defined
 from ..agent import Agent
 from ..message import Msg
 from ..pipeline import Pipeline
@@ -52,7 +53,7 @@ def _model_name(pipeline: Pipeline, wanted: str | None) -> str:
     if wanted is not None:
         if wanted not in names:
             raise UsageError(
-                f"{pipeline.path}: no chat model named {wanted!r} (defined: {', '.join(names) or 'none'})"
+                f"{pipeline.path}: no chat model named {wanted!r} (defined: {defined(names)})"
             )
         return wanted
     if len(names) != 1:

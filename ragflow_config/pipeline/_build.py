@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._component import Component, is_path_field
+from .._errors import defined
 from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, FileEmbeddingCache
 from ..executors import ExecutorBase, LocalExecutor
 from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
@@ -88,8 +89,9 @@ class BuiltPipeline:
         try:
             return self.knowledge_bases[name]
         except KeyError:
-            known = ", ".join(self.knowledge_bases) or "none"
-            raise KeyError(f"no knowledge base named {name!r} (defined: {known})") from None
+            raise KeyError(
+                f"no knowledge base named {name!r} (defined: {defined(self.knowledge_bases)})"
+            ) from None
 
     def as_agentscope(self, *, rerank_model: Any = None) -> AgentScopeObjects:
         """The knowledge bases and middlewares as AgentScope 2.x objects (the ``agentscope`` extra).

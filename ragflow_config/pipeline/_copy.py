@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._errors import CollectionMismatchError, RagflowError
+from .._errors import CollectionMismatchError, RagflowError, defined
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, RetrievalSettings, VectorStoreBase
 from ._build import build_component
 from ._generations import complete
@@ -93,13 +93,13 @@ async def copy_knowledge_base(pipeline: Pipeline, name: str, source_store: str) 
     if kb_spec is None:
         raise KeyError(
             f"{pipeline.path.name}: no knowledge base named {name!r} "
-            f"(defined: {', '.join(pipeline.knowledge_base_names)})"
+            f"(defined: {defined(pipeline.knowledge_base_names)})"
         )
     block = spec.vector_stores.get(source_store)
     if block is None:
-        known = ", ".join(spec.vector_stores) or "none"
         raise CopySourceNotAStore(
-            f"{pipeline.path.name}: no vector store named {source_store!r} (defined: {known})"
+            f"{pipeline.path.name}: no vector store named {source_store!r} "
+            f"(defined: {defined(spec.vector_stores)})"
         )
     own = kb_spec.vector_store
     if own == source_store or (

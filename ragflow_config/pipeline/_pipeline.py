@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from .._errors import ConfigError
+from .._errors import ConfigError, defined
 from ._build import BuiltPipeline, build
 from ._registry import Registry, default_registry
 from ._run import RunOptions, RunReport, run
@@ -55,7 +55,7 @@ class Pipeline:
         if unknown:
             raise KeyError(
                 f"{self.path.name}: no knowledge base named {', '.join(map(repr, unknown))} "
-                f"(defined: {', '.join(self.knowledge_base_names)})"
+                f"(defined: {defined(self.knowledge_base_names)})"
             )
 
     @asynccontextmanager

@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from .._errors import ConfigError, ConfigIssue, format_path
+from .._errors import ConfigError, ConfigIssue, defined, format_path
 from .._extras import install_line, missing
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
@@ -466,7 +466,7 @@ def source_issues(
 def _undefined(name: str, section: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{name!r} is not defined in `{section}` (defined: {', '.join(known) or 'none'}){hint}"
+    return f"{name!r} is not defined in `{section}` (defined: {defined(known)}){hint}"
 
 
 def _retrieval_issues(

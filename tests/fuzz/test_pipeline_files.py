@@ -182,6 +182,8 @@ UNHASHABLE_KEY = "version: 1\n{vector_stores: , local: {type: qdrant}}: y\n"
 @example(text="a:" + " [" * 100 + "]" * 100, as_json=True)  # RecursionError in the checks
 @example(text=SEEDS["local.yaml"].replace("parameters:", "p\u2028arameters:"), as_json=False)
 @example(text=UNHASHABLE_KEY, as_json=False)  # TypeError in ruamel (long run, stop 34)
+# A store named with a line separator, listed under "(defined: ...)" (long run, stop 35)
+@example(text=SEEDS["local.yaml"].replace("  local:", "  l\u2028ocal:", 1), as_json=False)
 @fuzzing
 def test_validate_reports_a_malformed_file_line_by_line(
     cli: Run, folder: Path, text: str, as_json: bool
