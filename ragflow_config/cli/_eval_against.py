@@ -7,10 +7,8 @@ import asyncio
 import sys
 from typing import Any
 
-from ._output import EXIT_OK, print_error, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, print_error, print_json
 
-# The exit-code contract (docs/cli.md): 1 findings (a missed threshold), 2 usage or configuration.
-EXIT_FINDINGS, EXIT_USAGE = 1, 2
 HEAD_LABEL = "working tree"
 
 
