@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import RerankerBase
+from ._cross_encoder import CrossEncoderError, CrossEncoderReranker
 from ._http import HttpReranker, RerankError
 
 if TYPE_CHECKING:
@@ -26,4 +27,11 @@ def __getattr__(name: str) -> Any:
     return LLMReranker
 
 
-__all__ = ["HttpReranker", "LLMReranker", "RerankError", "RerankerBase"]
+__all__ = [
+    "CrossEncoderError",
+    "CrossEncoderReranker",
+    "HttpReranker",
+    "LLMReranker",
+    "RerankError",
+    "RerankerBase",
+]
