@@ -9,11 +9,16 @@ in force. Ranks count from 1 within one query's ranking on that side.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..message import TextBlock
+from ._analyzer import Analyzer
 from ._document import VectorSearchResult
+from ._retrieval import RetrievalSettings, document_weights, ordered
 
 
 class _Record(BaseModel):
@@ -60,7 +65,7 @@ class RerankExplain(_Record):
     """The reranker's view of a hit among its candidates."""
 
     reranker: str = Field(description="The `rerankers` entry that reordered the candidates.")
-    score: float | None = Field(description="Its score; null for a chunk it cannot read.")
+    score: float = Field(description="Its score (a chunk it cannot read keeps its own).")
     rank_before: int = Field(description="The hit's place in the retrieval ranking.")
     rank_after: int = Field(description="Its place after reranking.")
 
@@ -86,3 +91,127 @@ class ExplainedHit(VectorSearchResult):
     """A hit with its explain: what ``search(..., explain=True)`` returns."""
 
     explain: HitExplain
+
+
+@dataclass
+class QueryTrace:
+    """What one query's retrieval saw, kept only when a search explains its hits."""
+
+    query: str
+    ranking: list[VectorSearchResult]
+    """The query's retrieval ranking: a side's hits, or both fused."""
+    dense: list[VectorSearchResult] | None = None
+    lexical: list[VectorSearchResult] | None = None
+    weights: dict[int, float] = field(default_factory=dict)
+    """The lexical side's query term weights, by term id."""
+
+
+def explain_hits(
+    hits: Sequence[VectorSearchResult],
+    trace: Sequence[QueryTrace],
+    *,
+    settings: RetrievalSettings,
+    analyzer: Analyzer | None,
+    metadata_filter: dict[str, Any] | None,
+    reranked: tuple[str, Sequence[VectorSearchResult], Sequence[VectorSearchResult]] | None = None,
+) -> list[ExplainedHit]:
+    """``hits`` (a search's result) each with its explain, read from ``trace``.
+
+    ``reranked`` is ``(reranker name, candidates before, candidates after)``
+    when a reranker reordered the first hits. Nothing here ranks: the hits
+    keep their order and scores.
+    """
+    before = {_key(hit): rank for rank, hit in enumerate(reranked[1], 1)} if reranked else {}
+    after = {_key(hit): rank for rank, hit in enumerate(reranked[2], 1)} if reranked else {}
+    sides = [_Sides(q) for q in trace]
+    explained = []
+    for hit in hits:
+        key = _key(hit)
+        found = [(side, side.ranking[key]) for side in sides if key in side.ranking]
+        # The query that gave the hit its score: the best, the first of equals (as _best keeps).
+        side, retrieved = max(found, key=lambda pair: pair[1].score) if found else (None, hit)
+        rerank = None
+        if reranked is not None and key in after:
+            rerank = RerankExplain(
+                reranker=reranked[0],
+                score=hit.score,
+                rank_before=before[key],
+                rank_after=after[key],
+            )
+        explain = HitExplain(
+            mode=settings.mode,
+            query=side.trace.query if side else "",
+            retrieval_score=retrieved.score,
+            dense=side.dense_explain(key) if side else None,
+            lexical=side.lexical_explain(hit, analyzer, settings) if side else None,
+            fusion=(
+                FusionExplain(method=settings.fusion.method, score=retrieved.score)
+                if settings.mode == "hybrid"
+                else None
+            ),
+            rerank=rerank,
+            metadata_filter=metadata_filter,
+        )
+        explained.append(ExplainedHit(**dict(hit), explain=explain))
+    return explained
+
+
+_Key = tuple[str, int]
+
+
+def _key(hit: VectorSearchResult) -> _Key:
+    return hit.document_id, hit.chunk.chunk_index
+
+
+class _Sides:
+    """One query's trace, indexed by hit: its ranking and each side's ranks."""
+
+    def __init__(self, trace: QueryTrace) -> None:
+        self.trace = trace
+        self.ranking = {_key(hit): hit for hit in trace.ranking}
+        self.dense = _ranks(trace.dense)
+        self.lexical = _ranks(trace.lexical)
+
+    def dense_explain(self, key: _Key) -> DenseExplain | None:
+        if self.dense is None:
+            return None
+        rank, hit = self.dense.get(key, (None, None))
+        return DenseExplain(rank=rank, score=hit.score if hit else None)
+
+    def lexical_explain(
+        self, hit: VectorSearchResult, analyzer: Analyzer | None, settings: RetrievalSettings
+    ) -> LexicalExplain | None:
+        if self.lexical is None or analyzer is None:
+            return None
+        weights = self.trace.weights
+        names = {analyzer.term_id(term): term for term in analyzer.terms(self.trace.query)}
+        content = hit.chunk.content
+        counts, length = analyzer.term_counts(
+            content.text if isinstance(content, TextBlock) else ""
+        )
+        document = document_weights(counts, length, settings.bm25)
+        terms = sorted(
+            (
+                TermMatch(
+                    term=names[term],
+                    query_weight=weights[term],
+                    document_weight=document[term],
+                    contribution=weights[term] * document[term],
+                )
+                for term in weights.keys() & document.keys()
+            ),
+            key=lambda match: (-match.contribution, match.term),
+        )
+        rank, found = self.lexical.get(_key(hit), (None, None))
+        # A hit the lexical side did not return still has a BM25 score: its terms' sum.
+        score = found.score if found else sum(match.contribution for match in terms)
+        return LexicalExplain(rank=rank, score=score, terms=terms)
+
+
+def _ranks(
+    hits: list[VectorSearchResult] | None,
+) -> dict[_Key, tuple[int, VectorSearchResult]] | None:
+    """Each hit's 1-based rank in a side's ranking, ties ordered as ``fuse`` orders them."""
+    if hits is None:
+        return None
+    return {_key(hit): (rank, hit) for rank, hit in enumerate(ordered(hits), 1)}

@@ -8,13 +8,14 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .._errors import CollectionMismatchError
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase, vectors_digest
 from ..message import DataBlock, TextBlock
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
+from ._explain import ExplainedHit, QueryTrace, explain_hits
 from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
 from ._stores._pointer import Generation, Pointer
 from ._stores.base import VectorStoreBase, flatten_filter
@@ -381,6 +382,7 @@ class KnowledgeBase:
                 "%s: could not remove the partly written document %s", self.name, document_id
             )
 
+    @overload
     async def search(
         self,
         queries: Sequence[str | TextBlock | DataBlock],
@@ -388,7 +390,40 @@ class KnowledgeBase:
         score_threshold: float | None = None,
         *,
         where: dict[str, Any] | None = None,
-    ) -> list[VectorSearchResult]:
+        explain: Literal[False] = False,
+    ) -> list[VectorSearchResult]: ...
+
+    @overload
+    async def search(
+        self,
+        queries: Sequence[str | TextBlock | DataBlock],
+        top_k: int = 5,
+        score_threshold: float | None = None,
+        *,
+        where: dict[str, Any] | None = None,
+        explain: Literal[True],
+    ) -> list[ExplainedHit]: ...
+
+    @overload
+    async def search(
+        self,
+        queries: Sequence[str | TextBlock | DataBlock],
+        top_k: int = 5,
+        score_threshold: float | None = None,
+        *,
+        where: dict[str, Any] | None = None,
+        explain: bool,
+    ) -> list[VectorSearchResult]: ...
+
+    async def search(
+        self,
+        queries: Sequence[str | TextBlock | DataBlock],
+        top_k: int = 5,
+        score_threshold: float | None = None,
+        *,
+        where: dict[str, Any] | None = None,
+        explain: bool = False,
+    ) -> list[VectorSearchResult] | list[ExplainedHit]:
         """Search with every query; deduplicate, sort best first, cut to ``top_k``.
 
         ``DataBlock`` queries are dropped when the model is text-only. All
@@ -410,16 +445,41 @@ class KnowledgeBase:
         as above, ``score_threshold`` applied to their retrieval score) are
         reordered by the reranker and scored by it; the hits after them
         follow in retrieval order with their retrieval scores.
+
+        ``explain=True`` returns :class:`ExplainedHit` objects, the same hits in the
+        same order, each carrying a :class:`HitExplain` (``_explain``): what
+        each side, the fusion and the reranker made of it. The ranking is
+        computed the same way either way; explain only keeps what it saw.
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
+        trace: list[QueryTrace] | None = [] if explain else None
         rerank = self._retrieval.rerank
+        reranked = None
         if rerank is None or self._reranker is None or top_k <= 0:
-            return await self._retrieve(queries, top_k, score_threshold, where)
-        hits = await self._retrieve(queries, max(top_k, rerank.candidates), score_threshold, where)
-        head, tail = hits[: rerank.candidates], hits[rerank.candidates :]
-        head = await self._reranker.rerank(queries, head, top_k=len(head))
-        return (head + tail)[:top_k]
+            hits = await self._retrieve(queries, top_k, score_threshold, where, trace)
+        else:
+            retrieved = await self._retrieve(
+                queries, max(top_k, rerank.candidates), score_threshold, where, trace
+            )
+            head, tail = retrieved[: rerank.candidates], retrieved[rerank.candidates :]
+            reordered = await self._reranker.rerank(queries, head, top_k=len(head))
+            hits = (reordered + tail)[:top_k]
+            reranked = (rerank.reranker, head, reordered)
+        if trace is None:
+            return hits
+        return explain_hits(
+            hits,
+            trace,
+            settings=self._retrieval,
+            analyzer=self._analyzer,
+            metadata_filter=self._scope_with(where),
+            reranked=reranked,
+        )
+
+    def _scope_with(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The filter a search runs under: ``where`` within this knowledge base's scope."""
+        return _deep_merge(where or {}, self._metadata_filter or {}) or None
 
     async def _retrieve(
         self,
@@ -427,16 +487,20 @@ class KnowledgeBase:
         top_k: int,
         score_threshold: float | None,
         where: dict[str, Any] | None,
+        trace: list[QueryTrace] | None,
     ) -> list[VectorSearchResult]:
-        """``search`` without the reranker: the retrieval mode's ranking."""
+        """``search`` without the reranker: the retrieval mode's ranking.
+
+        ``trace``, when given, receives each query's rankings for ``explain``.
+        """
         if self._retrieval.lexical:
-            return await self._search_with_terms(queries, top_k, score_threshold, where)
+            return await self._search_with_terms(queries, top_k, score_threshold, where, trace)
         usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))
         if not usable or top_k <= 0:
             return []
         flatten_filter(where)  # an unusable filter fails before the model is called
         collection = await self.ensure_collection()
-        scope = _deep_merge(where or {}, self._metadata_filter or {}) or None
+        scope = self._scope_with(where)
         response = await self._embedding_model(usable)
         per_query = await asyncio.gather(
             *(
@@ -444,6 +508,11 @@ class KnowledgeBase:
                 for vector in response.embeddings
             )
         )
+        if trace is not None:
+            trace.extend(
+                QueryTrace(_query_text(q), ranking=hits, dense=hits)
+                for q, hits in zip(usable, per_query, strict=True)
+            )
         return _best(per_query, top_k, score_threshold)
 
     async def _search_with_terms(
@@ -452,6 +521,7 @@ class KnowledgeBase:
         top_k: int,
         score_threshold: float | None,
         where: dict[str, Any] | None,
+        trace: list[QueryTrace] | None,
     ) -> list[VectorSearchResult]:
         """``search`` in ``lexical`` and ``hybrid`` mode: each query's rankings fused."""
         settings = self._retrieval
@@ -464,26 +534,34 @@ class KnowledgeBase:
             return []
         flatten_filter(where)
         collection = await self.ensure_collection()
-        scope = _deep_merge(where or {}, self._metadata_filter or {}) or None
+        scope = self._scope_with(where)
         limit = max(top_k, settings.candidates) if hybrid else top_k
         store = self._vector_store
 
-        async def lexical(query: EmbeddingInput) -> list[VectorSearchResult]:
+        async def lexical(
+            query: EmbeddingInput,
+        ) -> tuple[list[VectorSearchResult], dict[int, float]]:
             if isinstance(query, DataBlock):
-                return []
+                return [], {}
             assert self._analyzer is not None
             text = query.text if isinstance(query, TextBlock) else query
             counts, _ = self._analyzer.term_counts(text)
             if not counts:
-                return []
+                return [], {}
             total, holding = await store.term_counts(
                 collection, sorted(counts), self._metadata_filter
             )
             weights = query_weights(counts, total, holding)
-            return await store.lexical_search(collection, weights, limit, scope)
+            return await store.lexical_search(collection, weights, limit, scope), weights
 
-        lexical_hits = await asyncio.gather(*(lexical(q) for q in usable))
+        searched = await asyncio.gather(*(lexical(q) for q in usable))
+        lexical_hits = [hits for hits, _ in searched]
         if not hybrid:
+            if trace is not None:
+                trace.extend(
+                    QueryTrace(_query_text(q), ranking=hits, lexical=hits, weights=weights)
+                    for q, (hits, weights) in zip(usable, searched, strict=True)
+                )
             return _best(lexical_hits, top_k, score_threshold, tie_break=True)
         response = await self._embedding_model(usable)
         dense_hits = await asyncio.gather(
@@ -496,6 +574,11 @@ class KnowledgeBase:
             fuse(dense, lex, settings.fusion, candidates=settings.candidates)
             for dense, lex in zip(dense_hits, lexical_hits, strict=True)
         ]
+        if trace is not None:
+            trace.extend(
+                QueryTrace(_query_text(q), ranking=f, dense=d, lexical=lex, weights=weights)
+                for q, f, d, (lex, weights) in zip(usable, fused, dense_hits, searched, strict=True)
+            )
         return _best(fused, top_k, score_threshold, tie_break=True)
 
     async def list_documents(self) -> list[DocumentSummary]:
@@ -599,6 +682,13 @@ def _best(
     if tie_break:
         return ordered(list(best.values()))[:top_k]
     return sorted(best.values(), key=lambda hit: hit.score, reverse=True)[:top_k]
+
+
+def _query_text(query: EmbeddingInput) -> str:
+    """A query as an explain names it."""
+    if isinstance(query, DataBlock):
+        return f"<{query.media_type} data>"
+    return query.text if isinstance(query, TextBlock) else query
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
