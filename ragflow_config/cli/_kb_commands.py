@@ -7,13 +7,15 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..pipeline import Pipeline, rollback
-from ..rag import KnowledgeBase
 from ._arguments import JoinedQuery, score_threshold, top_k
 from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, plural, print_error, print_json
 from ._parser import Commands
+
+if TYPE_CHECKING:  # the handlers import the pipeline: the CLI starts without it
+    from ..pipeline import Pipeline
+    from ..rag import KnowledgeBase
 
 
 def register(commands: Commands) -> None:
@@ -35,6 +37,12 @@ def register(commands: Commands) -> None:
         "scalar, else a string); within the knowledge base's own metadata_filter; repeatable",
     )
     search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.add_argument(
+        "--explain",
+        action="store_true",
+        help="say why each hit ranks where it does: each side's rank and score, the matched "
+        "terms and their weights, the fusion, the reranker, the filter in force",
+    )
 
     listing = commands.add("list", _list, "list the documents of a knowledge base")
     _file_and_kb(listing)
@@ -96,12 +104,20 @@ def parse_filter(pairs: list[str]) -> dict[str, Any] | None:
     return where or None
 
 
+def _load(args: argparse.Namespace) -> Pipeline:
+    from ..pipeline import Pipeline
+
+    return Pipeline.load(args.file)
+
+
 def _search(args: argparse.Namespace) -> int:
-    pipeline = Pipeline.load(args.file)
+    pipeline = _load(args)
     try:
         where = parse_filter(args.filter)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+    from ..rag._explain import ExplainedHit
 
     async def search() -> int:
         async with pipeline.build([args.kb]) as built:
@@ -110,6 +126,7 @@ def _search(args: argparse.Namespace) -> int:
                 top_k=args.top_k,
                 score_threshold=args.score_threshold,
                 where=where,
+                explain=args.explain,
             )
         if args.json:
             print_json([hit.model_dump(mode="json") for hit in hits])
@@ -129,6 +146,8 @@ def _search(args: argparse.Namespace) -> int:
                 f"[{rank}] score {hit.score:.4f}  {hit.chunk.source}  (chunk {hit.chunk.chunk_index})"
                 + section
             )
+            if isinstance(hit, ExplainedHit):
+                print(f"    why: {hit.explain.summary()}")
             print("    " + text.strip().replace("\n", "\n    "))
             print()
         return EXIT_OK
@@ -137,7 +156,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    pipeline = Pipeline.load(args.file)
+    pipeline = _load(args)
 
     async def listing() -> int:
         async with pipeline.build([args.kb]) as built:
@@ -162,7 +181,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    pipeline = Pipeline.load(args.file)
+    pipeline = _load(args)
 
     async def delete() -> int:
         async with pipeline.build([args.kb]) as built:
@@ -183,7 +202,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    pipeline = Pipeline.load(args.file)
+    pipeline = _load(args)
     spec = next((kb for kb in pipeline.spec.knowledge_bases if kb.name == args.kb), None)
     if spec is None:
         raise KeyError(f"{args.file}: no knowledge base named {args.kb!r}")
@@ -227,7 +246,9 @@ async def _collections(kb: KnowledgeBase) -> str:
 
 
 def _rollback(args: argparse.Namespace) -> int:
-    pipeline = Pipeline.load(args.file)
+    from ..pipeline import rollback
+
+    pipeline = _load(args)
 
     async def back() -> int:
         async with pipeline.build([args.kb]) as built:

@@ -9,6 +9,7 @@ in force. Ranks count from 1 within one query's ranking on that side.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -85,6 +86,34 @@ class HitExplain(_Record):
     metadata_filter: dict[str, Any] | None = Field(
         description="The filter in force: the knowledge base's own with the search's `where`."
     )
+
+    def summary(self) -> str:
+        """One line naming each stage's rank and score, and the matched terms."""
+        parts = []
+        if self.dense is not None:
+            parts.append(f"dense {_placed(self.dense.rank, self.dense.score)}")
+        if self.lexical is not None:
+            terms = ", ".join(f"{m.term} {m.contribution:.3f}" for m in self.lexical.terms)
+            placed = _placed(self.lexical.rank, self.lexical.score)
+            parts.append(f"lexical {placed}" + (f" [{terms}]" if terms else " [no term matched]"))
+        if self.fusion is not None:
+            parts.append(f"{self.fusion.method} {self.fusion.score:.4f}")
+        if self.rerank is not None:
+            rerank = self.rerank
+            parts.append(
+                f"rerank {rerank.reranker} {rerank.score:.4f} "
+                f"(#{rerank.rank_before} -> #{rerank.rank_after})"
+            )
+        if self.metadata_filter:
+            parts.append(f"filter {json.dumps(self.metadata_filter, ensure_ascii=False)}")
+        return "; ".join(parts)
+
+
+def _placed(rank: int | None, score: float | None) -> str:
+    """``#2 (0.6019)``, or what a side that did not return the hit can still say."""
+    if rank is None:
+        return "not returned" if score is None else f"not returned ({score:.4f})"
+    return f"#{rank} ({score:.4f})"
 
 
 class ExplainedHit(VectorSearchResult):
