@@ -7,7 +7,7 @@ Routes (all JSON; an error is ``{"error": {"message": ...}}`` with a 4xx or
 - ``GET /readyz``: every store answers (503 when one does not);
 - ``GET /v1/knowledge-bases`` and ``GET /v1/knowledge-bases/{name}``;
 - ``GET /v1/knowledge-bases/{name}/documents?offset=&limit=``;
-- ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter"}``;
+- ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``;
 - ``GET /openapi.json``: the OpenAPI 3.1 description of the above.
 """
 
@@ -20,7 +20,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -40,6 +48,7 @@ from .._search_input import (
 )
 from ..pipeline import Pipeline
 from ..rag import DocumentSummary, VectorSearchResult
+from ..rag._explain import ExplainedHit
 from ..rag._stores.base import flatten_filter
 from ._auth import BearerTokenMiddleware
 from ._guards import (
@@ -88,6 +97,11 @@ class SearchRequest(BaseModel):
         description="Only chunks whose metadata matches every key (nested objects nest); "
         "always within the knowledge base's own metadata_filter, which it can never widen.",
     )
+    explain: StrictBool = Field(
+        default=False,
+        description="Give each hit an `explain`: each side's rank and score, the matched "
+        "terms and their weights, the fusion, the reranker and the filter in force.",
+    )
 
     # The CLI and MCP check with the same functions, so all three refuse alike.
     @field_validator("query", mode="before")
@@ -105,7 +119,9 @@ class SearchResponse(BaseModel):
     """Hits best first, each as `ragflow-config search --json` prints it."""
 
     knowledge_base: str
-    hits: list[VectorSearchResult]
+    hits: list[ExplainedHit | VectorSearchResult] = Field(
+        description="Each with an `explain` when the request asked for one."
+    )
 
 
 class KnowledgeBaseItem(BaseModel):
@@ -302,6 +318,7 @@ async def search(request: Request) -> Response:
         top_k=query.top_k,
         score_threshold=query.score_threshold,
         where=query.filter,
+        explain=query.explain,
     )
     return JSONResponse(
         {"knowledge_base": name, "hits": [hit.model_dump(mode="json") for hit in hits]}

@@ -454,6 +454,7 @@ class KnowledgeService:
         top_k: int = 5,
         score_threshold: float | None = None,
         where: dict[str, Any] | None = None,
+        explain: bool = False,
     ) -> list[VectorSearchResult]:
         """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope."""
         self.info(name)
@@ -468,7 +469,11 @@ class KnowledgeService:
                 return []
             try:
                 return await kb.search(
-                    [query], top_k=top_k, score_threshold=score_threshold, where=where
+                    [query],
+                    top_k=top_k,
+                    score_threshold=score_threshold,
+                    where=where,
+                    explain=explain,
                 )
             except Exception as exc:
                 raise self._failure(exc) from exc
