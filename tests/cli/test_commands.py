@@ -1,4 +1,4 @@
-"""The README's command table, held to its word: exit codes, and flags that change what happens.
+"""The command table of docs/commands.md, held to its word: exit codes, and flags that matter.
 
 Each test here was seen to fail on a single mutant of the command line or the
 runner that breaks the promise it checks (issue 27).

@@ -1,4 +1,4 @@
-"""What the README promises about runs and re-runs, checked through a real Qdrant store on disk.
+"""The promises of docs/concepts.md about runs and re-runs, on a real Qdrant store on disk.
 
 Each test here was seen to fail on a single mutant of the runner that breaks
 its promise (issue 27): a guarantee no other test held.
