@@ -22,12 +22,12 @@ PAGE = "reference.md"
 _WHERE = {
     "parser": "a knowledge base's `parsers:` list, tried in order",
     "chunker": "a knowledge base's `chunker:`",
-    "embedding": "`embeddings:` (named) or a knowledge base's `embedding:`",
-    "vector_store": "`vector_stores:` (named) or a knowledge base's `vector_store:`",
-    "chat_model": "`chat_models:` (named), for `chat`, `llm` rerankers and reranking middlewares",
+    "embedding": "`embeddings:`, by name, or inline as a knowledge base's `embedding:`",
+    "vector_store": "`vector_stores:`, by name, or inline as a knowledge base's `vector_store:`",
+    "chat_model": "`chat_models:`, by name: for `chat`, `llm` rerankers and reranking middlewares",
     "middleware": "`middlewares:`",
-    "executor": "`execution:` (or `run --executor`)",
-    "reranker": "`rerankers:` (named), used by a knowledge base's `retrieval.rerank`",
+    "executor": "`execution:`, or `run --executor`",
+    "reranker": "`rerankers:`, by name: used by a knowledge base's `retrieval.rerank`",
 }
 
 _CONSTRAINTS = {
@@ -49,7 +49,7 @@ def schema_type(schema: dict[str, Any]) -> str:
     elif "const" in schema:
         words = f"`{json.dumps(schema['const'])}`"
     elif "enum" in schema:
-        words = " \\| ".join(f"`{json.dumps(value)}`" for value in schema["enum"])
+        words = " | ".join(f"`{json.dumps(value)}`" for value in schema["enum"])
     elif schema.get("type") == "array":
         words = f"list of {schema_type(schema.get('items', {}))}"
     elif schema.get("type") == "string" and schema.get("format") == "path":

@@ -55,9 +55,7 @@ def test_every_type_and_parameter_is_on_the_page(capsys) -> None:  # type: ignor
 def test_types_read_as_words() -> None:
     schema_type = _hook().schema_type
     assert schema_type({"type": "integer", "minimum": 1, "maximum": 50}) == "integer, >= 1, <= 50"
-    assert (
-        schema_type({"enum": ["dense", "hybrid"], "type": "string"}) == '`"dense"` \\| `"hybrid"`'
-    )
+    assert schema_type({"enum": ["dense", "hybrid"], "type": "string"}) == '`"dense"` | `"hybrid"`'
     assert (
         schema_type({"anyOf": [{"type": "string"}, {"type": "null"}], "x-ragflow-path": True})
         == "string or null, relative to the pipeline file"
