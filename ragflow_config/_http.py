@@ -239,6 +239,11 @@ _HOSTS_THAT_NEED_A_KEY = frozenset(
 )
 
 
+def key_required(base_url: str) -> bool:
+    """Whether the API at ``base_url`` refuses every request without a key."""
+    return httpx.URL(base_url).host in _HOSTS_THAT_NEED_A_KEY
+
+
 class KeyedEndpoint:
     """An HTTP API at a base URL with an optional bearer key: how it is named in
     errors and logs, and what a missing key is told."""
@@ -290,7 +295,7 @@ class KeyedEndpoint:
     def refuse_without_key(self, error: type[RagflowError]) -> None:
         """Raise ``error`` at once for a public API that answers nothing without a key:
         no retries, no network, and the variable named."""
-        if self._api_key is None and httpx.URL(self.base_url).host in _HOSTS_THAT_NEED_A_KEY:
+        if self._api_key is None and key_required(self.base_url):
             raise error(
                 f"{self.service}: no API key; set the environment variable {self._api_key_env}"
             )

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..._component import Component, ComponentParameters
 from ..._errors import UnstorableDocumentError, VectorStoreError
@@ -43,6 +43,19 @@ class StoreParameters(ComponentParameters):
         le=10,
         description="Retries, with backoff, of an idempotent call that could not reach the server.",
     )
+
+    @field_validator("distance", mode="before")
+    @classmethod
+    def _backend_spelling(cls, value: Any) -> Any:
+        # AgentScope's stores take each backend's own spelling: Qdrant's "Cosine" and
+        # "Euclid", Milvus' "COSINE", "IP" and "L2", MongoDB's "dotProduct".
+        if isinstance(value, str):
+            lowered = value.lower()
+            return _DISTANCE_SPELLINGS.get(lowered, lowered)
+        return value
+
+
+_DISTANCE_SPELLINGS = {"euclid": "euclidean", "l2": "euclidean", "ip": "dot", "dotproduct": "dot"}
 
 
 class VectorStoreBase(Component):
@@ -80,6 +93,19 @@ class VectorStoreBase(Component):
     own failures (a full disk, a read-only path, a lost connection) surface
     as :class:`VectorStoreError` saying what to do.
     """
+
+    def __init__(
+        self,
+        parameters: ComponentParameters | None = None,
+        *,
+        client_kwargs: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(parameters, **options)
+        # AgentScope's argument: passed as they are to the backend's client when the store
+        # opens (TLS options, a proxy); not part of the pipeline file, as they may hold objects.
+        self.client_kwargs = dict(client_kwargs or {})
+        self._client: Any = None
 
     async def __aenter__(self: T) -> T:
         return self
@@ -172,6 +198,30 @@ class VectorStoreBase(Component):
     def store_name(self) -> str:
         """How errors name this store."""
         return type(self).__name__
+
+    @property
+    def client(self) -> Any:
+        """The backend's own client, while the store is entered."""
+        if self._client is None:
+            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
+        return self._client
+
+    def get_client(self) -> Any:
+        """``client``, under AgentScope's name."""
+        return self.client
+
+    async def probe(self) -> str:
+        """Whether the store can be used, found out without writing anything, on a store
+        that is not entered: its server answers, or its local file or folder can be opened
+        (or created by a run). What `validate --check-env` reports.
+
+        Returns what was found, in a few words; raises :class:`VectorStoreError` (or
+        ``MissingSecretError``) saying what is wrong and what to do. A store whose
+        opening writes (creating a folder, a table, an extension) checks what it can
+        without opening. A plugin store that does not override this is reported as
+        not checked.
+        """
+        raise NotImplementedError(f"{self.store_name} has no check that writes nothing")
 
     # The lexical side (see ``rag/_retrieval``). A store that can hold sparse
     # vectors beside dense ones sets ``supports_lexical`` and overrides these.
@@ -281,6 +331,35 @@ def disk_failure(
     advice = _DISK_ADVICE.get(code or 0, "check that it can be written")
     cause = " ".join(str(exc).split())
     return VectorStoreError(store, f"cannot write {path}: {advice} ({type(exc).__name__}: {cause})")
+
+
+def in_use(store: str, path: Path) -> VectorStoreError:
+    """A local store's file or folder that another process has open: it serves one process
+    at a time, and what usually holds it is a running server."""
+    return VectorStoreError(
+        store,
+        f"{path} is open in another process, such as a running `ragflow-config serve`; stop "
+        "it, or point this command at another path (a store on a server serves many processes)",
+    )
+
+
+def creatable(store: str, path: Path) -> str:
+    """What a run would do with a local store's ``path`` that does not exist yet: create it,
+    in its nearest existing folder, which must be a writable folder. Creates nothing."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise VectorStoreError(
+            store, f"cannot create {path}: {folder} is a file, not a folder; choose another path"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK) or _mounted_read_only(str(folder)):
+        raise VectorStoreError(
+            store,
+            f"cannot create {path}: {folder} is not writable; check its permissions, "
+            "or choose another path",
+        )
+    return f"{path} does not exist yet; `run` creates it"
 
 
 def _mounted_read_only(path: str) -> bool:

@@ -167,7 +167,6 @@ class ElasticsearchStore(VectorStoreBase):
     ) -> None:
         super().__init__(parameters, **options)
         self._credential = credential
-        self._client: Any = None
 
     @property
     def store_name(self) -> str:
@@ -190,6 +189,7 @@ class ElasticsearchStore(VectorStoreBase):
             retry_on_timeout=False,
             ca_certs=p.ca_certs,
             **self._auth(),
+            **self.client_kwargs,
         )
         timeout = httpx.Timeout(p.timeout, connect=p.connect_timeout)
         for node in self._client.transport.node_pool.all():
@@ -206,6 +206,12 @@ class ElasticsearchStore(VectorStoreBase):
             client, self._client = self._client, None
             await client.close()
 
+    async def probe(self) -> str:
+        async with self:  # entering only makes a client
+            info = await self._call(self.client.info)
+        version = info["version"]["number"] if info is not None else "?"
+        return f"the server answers (Elasticsearch {version})"
+
     def _auth(self) -> dict[str, Any]:
         p = self.parameters
         credential = self._credential or ElasticsearchCredential.from_environment(
@@ -220,12 +226,6 @@ class ElasticsearchStore(VectorStoreBase):
                 f"{self.store_name}: basic auth needs both {p.username_env} and {p.password_env}"
             )
         return {"basic_auth": (credential.username, credential.password.get_secret_value())}
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
-        return self._client
 
     async def _call(
         self, operation: Callable[[], Awaitable[T]], *, tolerate: frozenset[str] = frozenset()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import threading
@@ -32,8 +34,10 @@ from .base import (
     FilterPair,
     StoreParameters,
     VectorStoreBase,
+    creatable,
     disk_failure,
     flatten_filter,
+    in_use,
     matches_filter,
     refuse_unencodable,
     summarize_keys,
@@ -44,6 +48,7 @@ T = TypeVar("T")
 
 _METRICS = {"cosine": "COSINE", "dot": "IP", "euclidean": "L2"}
 _SERVER_SCHEMES = ("http://", "https://", "tcp://", "unix:")
+_SQLITE_HEADER = b"SQLite format 3\0"  # what a Milvus Lite file is
 # Milvus Lite's own rules for the database file name.
 _LITE_FILE_NAME = re.compile(r"^[A-Za-z0-9.\-_]{1,36}$")
 _COLLECTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
@@ -117,11 +122,13 @@ class MilvusLiteStore(VectorStoreBase):
         parameters: Parameters | None = None,
         *,
         credential: MilvusCredential | None = None,
+        metric_type: str | None = None,
         **options: Any,
     ) -> None:
+        if metric_type is not None:  # AgentScope's name of `distance`
+            options["distance"] = metric_type
         super().__init__(parameters, **options)
         self._credential = credential
-        self._client: Any = None
         self._lite_path: str | None = None
         self._lexical: dict[str, bool] = {}
         self._turn: AbstractAsyncContextManager[Any] = nullcontext()
@@ -146,6 +153,10 @@ class MilvusLiteStore(VectorStoreBase):
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise disk_failure(self.store_name, str(path.parent), exc) from exc
+            if _lite_in_use(path):
+                # Asked before starting: Milvus Lite's failed start deletes the lock
+                # file the other process holds, and a third would then start beside it.
+                raise in_use(self.store_name, path)
             self._lite_path = str(path)
             # Milvus Lite serves one request at a time (one lock around every
             # operation), so concurrent requests queue in its server, where
@@ -159,7 +170,10 @@ class MilvusLiteStore(VectorStoreBase):
             try:
                 # Starting the embedded server blocks for about half a second.
                 self._client = await asyncio.to_thread(
-                    pymilvus.AsyncMilvusClient, uri=self._lite_path, timeout=p.timeout
+                    pymilvus.AsyncMilvusClient,
+                    uri=self._lite_path,
+                    timeout=p.timeout,
+                    **self.client_kwargs,
                 )
             except pymilvus.exceptions.MilvusException as exc:
                 advice = self._disk_advice()
@@ -177,7 +191,9 @@ class MilvusLiteStore(VectorStoreBase):
                 {"token": p.token_env}
             )
             token = credential.token.get_secret_value() if credential.token else ""
-            self._client = pymilvus.AsyncMilvusClient(uri=p.uri, token=token, timeout=p.timeout)
+            self._client = pymilvus.AsyncMilvusClient(
+                uri=p.uri, token=token, timeout=p.timeout, **self.client_kwargs
+            )
         try:
             await self._call(lambda client: client.list_collections(timeout=p.timeout))
         except BaseException:
@@ -192,6 +208,31 @@ class MilvusLiteStore(VectorStoreBase):
         tb: TracebackType | None,
     ) -> None:
         await self._close()
+
+    async def probe(self) -> str:
+        p = self.parameters
+        if not self.is_lite:  # entering a server's store connects and lists, writing nothing
+            async with self:
+                names = await self._call(lambda client: client.list_collections(timeout=p.timeout))
+            return f"the server answers ({len(names)} collection(s))"
+        # Starting Milvus Lite creates the file, its folder and a lock file beside
+        # it: what it would open is checked here instead.
+        require("milvus_lite", "milvus")
+        path = Path(p.uri).expanduser().resolve()
+        if not path.exists():
+            return creatable(self.store_name, path)
+        try:
+            with path.open("rb") as file:
+                header = file.read(len(_SQLITE_HEADER))
+        except OSError as exc:
+            raise VectorStoreError(self.store_name, f"cannot read {path}: {exc}") from exc
+        if header != _SQLITE_HEADER:
+            raise VectorStoreError(
+                self.store_name, f"{path} is not a Milvus Lite file; choose another path"
+            )
+        if _lite_in_use(path):
+            raise in_use(self.store_name, path)
+        return f"{path} opens, not in use"
 
     async def _close(self) -> None:
         if self._client is not None:
@@ -213,12 +254,6 @@ class MilvusLiteStore(VectorStoreBase):
         from milvus_lite.server_manager import server_manager_instance
 
         server_manager_instance.release_server(path)
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
-        return self._client
 
     def _disk_advice(self) -> str:
         """Why a Milvus Lite request may have failed, when its disk is (nearly) full.
@@ -883,3 +918,26 @@ def _unreachable(exc: Any) -> bool:
         grpc.StatusCode.UNAVAILABLE,
         grpc.StatusCode.DEADLINE_EXCEEDED,
     )
+
+
+def _lite_in_use(path: Path) -> bool:
+    """Whether another process holds Milvus Lite's lock on ``path``: an fcntl lock on
+    ``.NAME.lock`` beside it, which Milvus Lite takes while serving the file.
+
+    Not asked for a file this process serves: fcntl locks belong to a process, and
+    closing any descriptor of the lock file would release the process's own lock.
+    """
+    with _lite_lock:
+        if str(path) in _lite_users:
+            return False
+    try:
+        descriptor = os.open(path.parent / f".{path.name}.lock", os.O_WRONLY)
+    except OSError:  # no lock file: no server; one that cannot be opened is not ours to judge
+        return False
+    try:
+        fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(descriptor)  # releases the lock, if it was taken
+    return False

@@ -106,6 +106,11 @@ class MongoDBStore(VectorStoreBase):
                 raise ValueError('a MongoDB database name is 1-63 bytes without / \\ . space " $')
             return name
 
+        @field_validator("filter_fields", mode="before")
+        @classmethod
+        def _none_is_none(cls, fields: Any) -> Any:
+            return () if fields is None else fields  # AgentScope's default
+
         @field_validator("filter_fields")
         @classmethod
         def _normalise(cls, fields: tuple[str, ...]) -> tuple[str, ...]:
@@ -130,7 +135,6 @@ class MongoDBStore(VectorStoreBase):
                 raise TypeError("pass either `uri` or `credential`, not both")
             credential = MongoDBCredential(uri=SecretStr(uri))
         self._credential = credential
-        self._client: Any = None
         self._hosts = ""
         self._queryable: set[str] = set()
         self._readiness: asyncio.Lock | None = None
@@ -155,6 +159,7 @@ class MongoDBStore(VectorStoreBase):
                 connectTimeoutMS=connect_ms,
                 socketTimeoutMS=int(p.timeout * 1000),
                 appname="ragflow-config",
+                **self.client_kwargs,
             )
         except pymongo.errors.PyMongoError as exc:
             # The message may quote the connection string, which can hold a password.
@@ -173,6 +178,11 @@ class MongoDBStore(VectorStoreBase):
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
+
+    async def probe(self) -> str:
+        async with self:  # entering only makes a client
+            await self._call(lambda: self._client.admin.command("ping"))
+        return "the server answers"
 
     def _collection(self, name: str) -> Any:
         if self._client is None:

@@ -125,8 +125,19 @@ class PgVectorStore(VectorStoreBase):
         return f"PgVectorStore({self._where})"
 
     async def __aenter__(self) -> PgVectorStore:
-        psycopg = require("psycopg", "pgvector")
         require("pgvector.psycopg", "pgvector")
+        self._dsn = self._read_dsn()
+        self._lock = asyncio.Lock()  # made here: a lock belongs to one event loop
+        try:
+            await self._run(lambda connection: connection.execute("SELECT 1"))
+        except BaseException:
+            self._dsn = self._lock = None
+            raise
+        return self
+
+    def _read_dsn(self) -> str:
+        """The connection string, checked; the store is named by its host from then on."""
+        psycopg = require("psycopg", "pgvector")
         credential = self._credential or PostgresCredential.from_environment(
             {"dsn": self.parameters.dsn_env}
         )
@@ -139,14 +150,38 @@ class PgVectorStore(VectorStoreBase):
         self._where = f"{info.get('host') or 'localhost'}:{info.get('port') or 5432}/" + str(
             info.get("dbname") or info.get("user") or ""
         )
-        self._dsn = dsn
-        self._lock = asyncio.Lock()  # made here: a lock belongs to one event loop
+        return dsn
+
+    async def probe(self) -> str:
+        # Not entered: a first connection creates the vector extension.
+        psycopg = require("psycopg", "pgvector")
+        dsn = self._read_dsn()
         try:
-            await self._run(lambda connection: connection.execute("SELECT 1"))
-        except BaseException:
-            self._dsn = self._lock = None
-            raise
-        return self
+            connection = await psycopg.AsyncConnection.connect(
+                dsn,
+                autocommit=True,
+                connect_timeout=max(2, round(self.parameters.timeout)),
+                application_name="ragflow-config",
+            )
+            async with connection:
+                cursor = await connection.execute(
+                    "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector'),"
+                    " (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')"
+                )
+                installed, available = await cursor.fetchone() or (None, None)
+        except psycopg.Error as exc:
+            raise VectorStoreError(self.store_name, _explain(exc)) from exc
+        if installed:
+            return f"the server answers (pgvector {installed})"
+        if available:
+            return (
+                f"the server answers (pgvector {available} is available; `run` creates the "
+                "extension, which needs the right to CREATE EXTENSION in the database)"
+            )
+        raise VectorStoreError(
+            self.store_name,
+            "the server answers but has no pgvector extension: install pgvector on the server",
+        )
 
     async def __aexit__(
         self,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import errno
+import json
 import math
 import re
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
@@ -23,8 +25,10 @@ from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
     StoreParameters,
     VectorStoreBase,
+    creatable,
     disk_failure,
     flatten_filter,
+    in_use,
     refuse_unencodable,
     summarize_keys,
     with_retries,
@@ -49,7 +53,8 @@ class QdrantStore(VectorStoreBase):
 
     Exactly one of ``location=":memory:"`` (ephemeral), ``path=`` (local disk,
     embedded) or ``url=`` (a server) chooses the deployment. ``api_key`` for a
-    server is ``credential``, or else read from the variable ``api_key_env``.
+    server is ``credential`` (or AgentScope's ``api_key=``), or else read from
+    the variable ``api_key_env``.
     Points carry ``{"document_id", "chunk"}``; ``metadata_filter`` becomes a
     payload filter on ``chunk.metadata.<key>``.
 
@@ -105,11 +110,15 @@ class QdrantStore(VectorStoreBase):
         parameters: Parameters | None = None,
         *,
         credential: QdrantCredential | None = None,
+        api_key: str | None = None,
         **options: Any,
     ) -> None:
         super().__init__(parameters, **options)
+        if api_key is not None:  # AgentScope's argument
+            if credential is not None:
+                raise TypeError("pass either `api_key` or `credential`, not both")
+            credential = QdrantCredential(api_key=SecretStr(api_key))
         self._credential = credential
-        self._client: Any = None
 
     @property
     def store_name(self) -> str:
@@ -135,13 +144,45 @@ class QdrantStore(VectorStoreBase):
         else:
             kwargs = {"location": ":memory:"}
         try:
-            self._client = qdrant_client.AsyncQdrantClient(**kwargs)
+            self._client = qdrant_client.AsyncQdrantClient(**kwargs, **self.client_kwargs)
         except (OSError, sqlite3.Error) as exc:
             raise self._local_failure(exc) from exc
         except RuntimeError as exc:  # e.g. the path is locked by another process
+            if p.path is not None and "already accessed" in str(exc):
+                raise in_use(self.store_name, Path(p.path)) from exc
             raise VectorStoreError(self.store_name, str(exc)) from exc
         self._set_local_journal()
         return self
+
+    async def probe(self) -> str:
+        p = self.parameters
+        if p.url is not None:  # entering a server's store only makes a client
+            async with self:
+                found = await self._call(self.client.get_collections)
+            return f"the server answers ({len(found.collections)} collection(s))"
+        if p.path is None:
+            return "in memory: nothing to open"
+        # The local engine writes on opening (its folder, meta.json, .lock, the
+        # journal mode): what it would read is checked here instead.
+        path = Path(p.path)
+        if not path.exists():
+            return creatable(self.store_name, path)
+        if not path.is_dir():
+            raise VectorStoreError(
+                self.store_name, f"{path} is a file; a local Qdrant store is a folder"
+            )
+        meta = path / "meta.json"
+        if not meta.exists():
+            return creatable(self.store_name, meta)  # an empty folder: a run makes the store
+        try:
+            collections = json.loads(meta.read_text(encoding="utf-8"))["collections"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise VectorStoreError(
+                self.store_name, f"{meta} is not a local Qdrant store's ({exc})"
+            ) from exc
+        if _locked(path / ".lock"):
+            raise in_use(self.store_name, path)
+        return f"{path} opens ({len(collections)} collection(s)), not in use"
 
     async def __aexit__(
         self,
@@ -152,12 +193,6 @@ class QdrantStore(VectorStoreBase):
         if self._client is not None:
             client, self._client = self._client, None
             await client.close()
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            raise VectorStoreError(self.store_name, "not open; use `async with store:` first")
-        return self._client
 
     def _set_local_journal(self) -> None:
         """Apply ``local_write_ahead_log`` to every collection file the local engine has open.
@@ -601,3 +636,21 @@ def _point_id(record: VectorRecord) -> str:
 
 def _pointer_id(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragflow-pointer:{name}"))
+
+
+def _locked(lock: Path) -> bool:
+    """Whether another client holds the local engine's lock file (an exclusive flock,
+    taken by portalocker as the engine does). Opened without creating or truncating it."""
+    if not lock.exists():
+        return False
+    import portalocker
+
+    with lock.open("r+") as file:
+        try:
+            portalocker.lock(
+                file, portalocker.LockFlags.EXCLUSIVE | portalocker.LockFlags.NON_BLOCKING
+            )
+        except portalocker.exceptions.LockException:
+            return True
+        portalocker.unlock(file)
+    return False
