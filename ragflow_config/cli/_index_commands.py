@@ -7,13 +7,15 @@ import asyncio
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..pipeline import Change, KnowledgeBaseReport, Pipeline, Rebuild, RunOptions, RunReport
 from ._arguments import int_between
 from ._output import EXIT_FINDINGS, EXIT_OK, Interrupted, plural, print_json
 from ._parser import Commands
-from ._plan_markdown import plan_markdown
-from ._progress import Progress
+
+if TYPE_CHECKING:  # the handlers import them: the CLI starts without the pipeline
+    from ..pipeline import Change, KnowledgeBaseReport, Pipeline, Rebuild, RunOptions, RunReport
+    from ._progress import Progress
 
 # More parser processes than this is a typo, not a machine: each is a Python process.
 MAX_WORKERS = 256
@@ -133,6 +135,8 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None) -> RunOptions:
+    from ..pipeline import RunOptions
+
     return RunOptions(
         dry_run=dry_run,
         prune=args.prune,
@@ -148,10 +152,11 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
 
 
 def _skipped(change: Change, on_error: str) -> bool:
-    """Whether a failed file was skipped: it did not parse (or the store refused its
-    content) under `on_error: skip`. One that cannot be read is never skipped: whatever
-    the store holds of it can be neither replaced nor checked."""
-    return change.action == "failed" and on_error == "skip"
+    """Whether a file was skipped: it holds only what the model cannot embed (images for
+    a text-only model), or it did not parse (or the store refused its content) under
+    `on_error: skip`. One that cannot be read is never skipped: whatever the store holds
+    of it can be neither replaced nor checked."""
+    return change.action == "skipped" or (change.action == "failed" and on_error == "skip")
 
 
 def _rebuild_would_block(report: RunReport, kb: KnowledgeBaseReport) -> bool:
@@ -162,14 +167,20 @@ def _rebuild_would_block(report: RunReport, kb: KnowledgeBaseReport) -> bool:
 
 def _exit_code(report: RunReport, pipeline: Pipeline, strict: bool) -> int:
     """1 when the run failed (or, for a plan, would): a file that failed and was not
-    skipped (or `--strict`), a stop at the first failure, a rebuild not switched to."""
+    skipped, a skipped file under `--strict`, a stop at the first failure, a rebuild
+    not switched to."""
     on_error = {kb.name: kb.on_error for kb in pipeline.spec.knowledge_bases}
     for kb in report.knowledge_bases:
         if kb.aborted or (kb.rebuild and kb.rebuild.blocked) or _rebuild_would_block(report, kb):
             return EXIT_FINDINGS
-        if any(c.failed and (strict or not _skipped(c, on_error[kb.name])) for c in kb.changes):
+        if any(_fails(c, on_error[kb.name], strict) for c in kb.changes):
             return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _fails(change: Change, on_error: str, strict: bool) -> bool:
+    """Whether a file fails the run: it failed and was not skipped, or `--strict` and skipped."""
+    return strict if _skipped(change, on_error) else change.failed
 
 
 def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
@@ -190,7 +201,10 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
             print(f"{kb.name}: pipeline fingerprint changed: {', '.join(kb.fingerprint_changes)}")
         skipped = 0
         for change in kb.changes:
-            if _skipped(change, skip):
+            if change.action == "skipped":
+                if not report.dry_run:  # a plan listed it above, with its reason
+                    print(f"{kb.name}: skipped {change.path}: {change.reason}", file=sys.stderr)
+            elif _skipped(change, skip):
                 skipped += 1
                 print(
                     f"{kb.name}: skipped {change.path}: {change.reason} (on_error: skip)",
@@ -205,9 +219,19 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
             f"{kb.name}: {verb} add {kb.count('add')}, update {kb.count('update') + kb.count('repair')}, "
             f"delete {kb.count('delete')}; unchanged {kb.count('unchanged')}, "
             f"kept {kb.count('keep')}, unsupported {kb.count('unsupported')}, "
-            f"empty {kb.count('empty')}, {failed}; "
+            f"empty {kb.count('empty')}, "
+            + (f"skipped {kb.count('skipped')}, " if kb.count("skipped") else "")
+            + f"{failed}; "
             f"{plural(kb.chunks, 'chunk')} written"
+            + (f", {kb.truncated} truncated" if kb.truncated else "")
         )
+        if kb.truncated:
+            print(
+                f"{kb.name}: {plural(kb.truncated, 'chunk')} longer than {kb.embedding_model} "
+                "reads of one text, whose ends are not embedded: use the `token` or `heading` "
+                "chunker (sized in the model's word pieces), or a smaller chunk_size",
+                file=sys.stderr,
+            )
         if kb.rebuild:
             _print_rebuild(kb.name, kb.rebuild, report.dry_run)
             if _rebuild_would_block(report, kb):
@@ -249,6 +273,9 @@ def _print_rebuild(name: str, rebuild: Rebuild, dry_run: bool) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline
+    from ._progress import Progress
+
     pipeline = Pipeline.load(args.file)
     progress = None if args.json or args.quiet else Progress(sys.stderr)
     try:
@@ -264,6 +291,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline
+    from ._plan_markdown import plan_markdown
+
     pipeline = Pipeline.load(args.file)
     markdown = args.format == "markdown"
     options = replace(_options(args, True, None), report_refusal=markdown)
@@ -294,6 +324,8 @@ _DRIFT = {
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline, RunOptions
+
     pipeline = Pipeline.load(args.file)
     # Reporting drift never refuses; only --fix deletes, behind the mass-deletion guard.
     # The live collection as it is: a pipeline change shows as drift, which --fix
@@ -336,10 +368,11 @@ def _verify(args: argparse.Namespace) -> int:
     for kb_report in report.knowledge_bases:
         ok = kb_report.count("unchanged")
         bad = sum(1 for kb, _, _ in drifted if kb == kb_report.name)
-        passed = sum(1 for kb, _, _ in skipped if kb == kb_report.name)
+        passed = [change for kb, _, change in skipped if kb == kb_report.name]
+        why = " (on_error: skip)" if any(change.failed for change in passed) else ""
         print(
             f"{kb_report.name}: {ok} documents in sync, {bad} drifted"
-            + (f", {passed} skipped (on_error: skip)" if passed else "")
+            + (f", {len(passed)} skipped{why}" if passed else "")
         )
         if kb_report.aborted:
             print(
@@ -352,6 +385,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _verify_status(change: Change, on_error: str) -> str | None:
     """What `verify` calls a change, or ``None`` for one it does not list."""
-    if change.action == "failed":
-        return "skipped" if _skipped(change, on_error) else "failed"
-    return _DRIFT.get(change.action)
+    if _skipped(change, on_error):
+        return "skipped"
+    return "failed" if change.action == "failed" else _DRIFT.get(change.action)

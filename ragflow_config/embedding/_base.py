@@ -183,9 +183,21 @@ class EmbeddingModelBase(Component):
         """The models of this provider that this class can call (AgentScope's method)."""
         return [card.model_copy(deep=True) for card in cls.model_cards]
 
+    @classmethod
+    def multimodal_for(cls, parameters: ComponentParameters) -> bool:
+        """Whether a model of ``parameters`` embeds ``DataBlock``s: known without building
+        it, so without its credentials (`validate` advises on it)."""
+        return cls.supports_multimodal
+
     def can_embed(self, item: EmbeddingInput) -> bool:
         """Whether this model takes ``item``: text always, a ``DataBlock`` only if multimodal."""
         return self.supports_multimodal or not isinstance(item, DataBlock)
+
+    def count_truncated(self, texts: Sequence[str]) -> int | None:
+        """How many of ``texts`` are longer than the model reads of one text, so that
+        their ends are not embedded; ``None`` when the model cannot tell (a service's
+        window and tokenizer are its own)."""
+        return None
 
     def batch_accepts(self, batch: list[str | DataBlock], item: str | DataBlock) -> bool:
         """Whether ``item`` may join ``batch`` in one request: up to ``batch_size`` inputs;

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -133,11 +133,12 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
         # Word pieces embedded and cut off so far, over how many texts.
         self._pieces_embedded = self._pieces_cut = self._texts_seen = 0
         self._warned_of_cuts = False
+        self._counter: Tokenizer | None = None  # for count_truncated, without the session
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy sent to another process (a Ray embedding task) loads its own session there.
         state = super().__getstate__()
-        state["_load_lock"] = state["_runtime"] = None
+        state["_load_lock"] = state["_runtime"] = state["_counter"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -185,6 +186,14 @@ class MiniLMEmbeddingModel(EmbeddingModelBase):
             for index, vector in zip(group, pooled, strict=True):
                 vectors[index] = vector
         return vectors
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        """Texts longer than ``max_length`` word pieces, [CLS] and [SEP] included, counted
+        with the model's own tokenizer (the ONNX session is not loaded for it)."""
+        if self._counter is None:
+            self._counter = self.load_tokenizer()
+        limit = self.parameters.max_length
+        return sum(len(encoding.ids) > limit for encoding in self._counter.encode_batch(texts))
 
     def _count_cuts(self, encodings: list[Any]) -> None:
         """Warn once when truncation drops a tenth of what a run gives the model.

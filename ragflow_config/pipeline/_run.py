@@ -31,7 +31,7 @@ from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, vectors_digest
 from ..executors import ExecutorBase, StartedExecutor
 from ..executors.local import parse_and_chunk
 from ..message import TextBlock
-from ..rag import Chunk, DocumentSummary, KnowledgeBase
+from ..rag import Chunk, DocumentSummary, KnowledgeBase, ParserBase
 from ..rag._media_types import detect
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
@@ -60,6 +60,7 @@ Action = Literal[
     "keep",
     "unsupported",
     "empty",
+    "skipped",
     "failed",
     "unreadable",
 ]
@@ -79,6 +80,9 @@ class Change:
     document_id: str
     reason: str = ""
     chunks: int = 0
+    #: Of ``chunks``, those longer than the embedding model reads of one text: their
+    #: ends are not embedded. 0 also when the model cannot tell (``count_truncated``).
+    truncated: int = 0
 
     @property
     def failed(self) -> bool:
@@ -149,6 +153,10 @@ class KnowledgeBaseReport:
         return sum(change.chunks for change in self.changes)
 
     @property
+    def truncated(self) -> int:
+        return sum(change.truncated for change in self.changes)
+
+    @property
     def pending(self) -> bool:
         if self.rebuild is not None and not self.rebuild.switched:
             return True
@@ -171,6 +179,7 @@ class KnowledgeBaseReport:
                 "keep",
                 "unsupported",
                 "empty",
+                "skipped",
                 "failed",
                 "unreadable",
             )
@@ -179,6 +188,7 @@ class KnowledgeBaseReport:
             "name": self.name,
             "counts": counts,
             "chunks_written": self.chunks,
+            "chunks_truncated": self.truncated,
             "fingerprint_changes": self.fingerprint_changes,
             "setting_changes": [
                 {"setting": path, "old": old, "new": new} for path, old, new in self.setting_changes
@@ -586,7 +596,9 @@ async def _finish_rebuild(
     if options.shard:
         rebuild.waiting = "a shard builds a part: `run --prune-only` switches once every shard ran"
         return
-    skipped = {c.document_id for c in report.changes if c.action in ("unsupported", "empty")}
+    skipped = {
+        c.document_id for c in report.changes if c.action in ("unsupported", "empty", "skipped")
+    }
     problem = check(built, live_documents, wanted, skipped, report.failures, prints)
     if problem is not None:
         rebuild.blocked = f"{problem}; the live collection {rebuild.live} stays live"
@@ -683,6 +695,7 @@ class _Prepared:
     media_type: str | None
     chunks: list[Chunk]
     vectors: list[list[float]] | None
+    truncated: int
 
 
 async def _prepare(
@@ -722,11 +735,32 @@ async def _prepare(
         return Change("failed", file.relative, change.document_id, exc.cause)
     except Exception as exc:  # a parser's own bug must not end the run; report it
         return Change("failed", file.relative, change.document_id, f"{type(exc).__name__}: {exc}")
-    chunks = kb.embeddable_chunks(chunks)
+    if change.action == "add" and chunks and not any(_embeds(kb, c) for c in chunks):
+        # Reported here, once per command, rather than warned about by the knowledge
+        # base: nothing is stored for it, so every run finds it new and parses it again.
+        return Change("skipped", file.relative, change.document_id, _text_only(kb, parser))
+    chunks = kb.embeddable_chunks(chunks)  # names the images of a file indexed in part
     if not chunks and change.action == "add":
         # Nothing is stored for it, so every run finds it new: say why instead.
         return Change("empty", file.relative, change.document_id, "nothing to index in the file")
-    return _Prepared(media_type, chunks, vectors)
+    texts = [chunk.content.text for chunk in chunks if isinstance(chunk.content, TextBlock)]
+    truncated = kb.embedding_model.count_truncated(texts) or 0
+    return _Prepared(media_type, chunks, vectors, truncated)
+
+
+def _embeds(kb: KnowledgeBase, chunk: Chunk) -> bool:
+    return kb.embedding_model.can_embed(chunk.content)
+
+
+def _text_only(kb: KnowledgeBase, parser: ParserBase) -> str:
+    """Why a file of images only is skipped, and what would index it."""
+    why = f"the model embeds text only ({kb.embedding_model.model})"
+    ocr = getattr(parser.parameters, "ocr", None)
+    if ocr == "never":
+        return f"{why}; turn on OCR (`ocr: auto` on the parser) or use a multimodal model"
+    if ocr is not None:
+        return f"{why} and OCR found no text in it; a multimodal model would embed it"
+    return f"{why}; a multimodal model would embed it"
 
 
 async def _write(
@@ -796,7 +830,14 @@ async def _write(
             return Change("failed", file.relative, change.document_id, exc.cause)
     if change.action == "update" and old_revision and old_revision != revision and chunks:
         await kb.delete_document(change.document_id, where={STATE_KEY: {"revision": old_revision}})
-    return Change(change.action, file.relative, change.document_id, change.reason, len(chunks))
+    return Change(
+        change.action,
+        file.relative,
+        change.document_id,
+        change.reason,
+        len(chunks),
+        prepared.truncated,
+    )
 
 
 async def _reusable_vectors(

@@ -407,6 +407,7 @@ def test_the_cli_runs_searches_and_reports_json(
         "name",
         "counts",
         "chunks_written",
+        "chunks_truncated",
         "fingerprint_changes",
         "setting_changes",
         "deletion_guard",
@@ -429,6 +430,7 @@ def test_the_cli_runs_searches_and_reports_json(
         "keep": 0,
         "unsupported": 1,
         "empty": 0,
+        "skipped": 0,
         "failed": 1,
         "unreadable": 0,
     }
@@ -439,7 +441,7 @@ def test_the_cli_runs_searches_and_reports_json(
     assert (kb["embedding_model"], kb["price_per_million_tokens"]) == ("hashing-v1", None)
     assert (kb["chunks_to_embed"], kb["bytes_to_embed"]) == (0, 0)  # a dry run's estimate
     failed = next(change for change in kb["changes"] if change["action"] == "failed")
-    assert set(failed) == {"action", "path", "document_id", "reason", "chunks"}
+    assert set(failed) == {"action", "path", "document_id", "reason", "chunks", "truncated"}
     assert failed["path"] == BROKEN and "not valid utf-8" in failed["reason"]
 
     assert main(["search", path, "docs", "quick", "brown", "fox", "--top-k", "1"]) == 0
