@@ -6,13 +6,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._registry import KINDS, ComponentType, Registry
+from ._registry import KINDS, ComponentType, Kind, Registry
 from ._spec import COMPONENT_BLOCKS, MiddlewareSpec, PipelineSpec
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# An absolute identifier, as JSON Schema asks of a root schema; editors still load the file
+# through the relative path a pipeline names (`$schema=../schemas/pipeline.schema.json`),
+# and every $ref in it is a fragment, which resolves within the file whatever its address.
+SCHEMA_BASE = "https://ragflow-config.dev/schemas/"
 PIPELINE_SCHEMA_FILE = "pipeline.schema.json"
 TYPES_FOLDER = "types"
-# Marks a $def whose oneOf is discriminated by `type`, so errors can name the right branch.
+# Marks a component block's $def (and its `type` property) with the block's kind, so
+# validate can word the block's errors itself.
 KIND_MARKER = "x-ragflow-kind"
 EXTENSION_PREFIX = "x-"
 
@@ -21,60 +26,84 @@ def parameters_ref(component: ComponentType) -> str:
     return f"{component.kind}.{component.name}"
 
 
+# An editor checks the text as written, before `${VAR}` is expanded: a pattern also
+# lets a reference through (`base_url: ${API_URL:-https://...}`); validate checks
+# the expanded value, and the parameters' model checks the pattern again.
+_REFERENCE_ALTERNATIVE = r"|^\$\{"
+
+
+def _written_or_reference(schema: Any) -> None:
+    """Widen every ``pattern`` in ``schema`` (in place) to accept a ``${VAR}`` too."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("pattern"), str):
+            schema["pattern"] = f"(?:{schema['pattern']}){_REFERENCE_ALTERNATIVE}"
+        for value in schema.values():
+            _written_or_reference(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            _written_or_reference(item)
+
+
+def pattern_as_written(pattern: str) -> str:
+    """The pattern a parameters model gave, without the ``${VAR}`` alternative."""
+    if pattern.startswith("(?:") and pattern.endswith(f"){_REFERENCE_ALTERNATIVE}"):
+        return pattern[3 : -len(_REFERENCE_ALTERNATIVE) - 1]
+    return pattern
+
+
 def _parameters_schema(
     component: ComponentType, prefix: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The parameters model's schema with its own $defs renamed under ``prefix``."""
     schema = component.parameters_model.model_json_schema(ref_template=f"#/$defs/{prefix}{{model}}")
+    _written_or_reference(schema)
     nested = {f"{prefix}{name}": value for name, value in schema.pop("$defs", {}).items()}
     schema.setdefault("description", component.description)
+    if schema.get("title") == component.parameters_model.__name__:
+        # Editors name the schema a message comes from by its title: "Parameters" for all.
+        schema["title"] = f"{component.name} {component.kind} parameters"
     return schema, nested
 
 
-def _branch(
-    component: ComponentType,
-    extra_properties: dict[str, Any] | None = None,
-    extra_required: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "type": {"const": component.name, "description": "A registered type name."},
-        **(extra_properties or {}),
-        "parameters": {"$ref": f"#/$defs/{parameters_ref(component)}"},
-    }
-    return {
-        "type": "object",
-        "title": component.name,
-        "description": component.description,
-        "properties": properties,
-        "required": ["type", *extra_required],
-        "additionalProperties": False,
-    }
+def _selected_by_type(block: dict[str, Any], kind: Kind, components: list[ComponentType]) -> None:
+    """Make ``type`` an enum of the registered names, and each name select its parameters.
 
-
-def _one_of(kind: str, description: str, branches: list[dict[str, Any]]) -> dict[str, Any]:
-    schema: dict[str, Any] = {KIND_MARKER: kind, "description": description}
-    schema["oneOf"] = branches or [{"not": {}, "description": f"no {kind} type is registered"}]
-    return schema
+    Not a `oneOf` of one branch per type: a block that matches no branch gets one
+    message from a validator, "not valid under any of the given schemas", which names
+    neither the misspelt type nor the parameter. An enum names the valid types, and an
+    `if`/`then` per type applies only that type's parameters, so an unknown parameter
+    is named as such.
+    """
+    block[KIND_MARKER] = kind
+    names = [component.name for component in components]
+    described = block["properties"]["type"].get("description", "A registered type name.")
+    block["properties"]["type"] = (
+        {KIND_MARKER: kind, "description": described, "enum": names}
+        if names
+        else {KIND_MARKER: kind, "description": f"No {kind} type is registered.", "not": {}}
+    )
+    block["properties"]["parameters"]["description"] = "The parameters of the type named by `type`."
+    if components:
+        block["allOf"] = [
+            {
+                "if": {"properties": {"type": {"const": component.name}}, "required": ["type"]},
+                "then": {
+                    "description": component.description,
+                    "properties": {"parameters": {"$ref": f"#/$defs/{parameters_ref(component)}"}},
+                },
+            }
+            for component in components
+        ]
 
 
 def pipeline_schema(registry: Registry) -> dict[str, Any]:
     """The schema of a pipeline file, with every registered type in it."""
     schema = PipelineSpec.model_json_schema(ref_template="#/$defs/{model}")
     defs: dict[str, Any] = schema.setdefault("$defs", {})
-    for def_name, block in COMPONENT_BLOCKS.items():
-        defs[def_name] = _one_of(
-            block.kind,
-            (block.__doc__ or "").strip(),
-            [_branch(component) for component in registry.types(block.kind)],
-        )
-    middleware = defs[MiddlewareSpec.__name__]
-    extra = {k: v for k, v in middleware["properties"].items() if k not in ("type", "parameters")}
-    required = tuple(k for k in middleware.get("required", []) if k in extra)
-    defs[MiddlewareSpec.__name__] = _one_of(
-        "middleware",
-        (MiddlewareSpec.__doc__ or "").strip(),
-        [_branch(component, extra, required) for component in registry.types("middleware")],
-    )
+    blocks: dict[str, Kind] = {name: block.kind for name, block in COMPONENT_BLOCKS.items()}
+    blocks[MiddlewareSpec.__name__] = "middleware"
+    for def_name, kind in blocks.items():
+        _selected_by_type(defs[def_name], kind, registry.types(kind))
     for kind in KINDS:
         for component in registry.types(kind):
             ref = parameters_ref(component)
@@ -85,7 +114,7 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
     schema["patternProperties"] = {
         f"^{EXTENSION_PREFIX}": {"description": "Ignored: a place for YAML anchors to reuse."}
     }
-    return {"$schema": DIALECT, "$id": PIPELINE_SCHEMA_FILE, **schema}
+    return {"$schema": DIALECT, "$id": SCHEMA_BASE + PIPELINE_SCHEMA_FILE, **schema}
 
 
 def type_schema(component: ComponentType) -> dict[str, Any]:
@@ -95,7 +124,7 @@ def type_schema(component: ComponentType) -> dict[str, Any]:
         parameters["$defs"] = nested
     return {
         "$schema": DIALECT,
-        "$id": f"{TYPES_FOLDER}/{parameters_ref(component)}.schema.json",
+        "$id": f"{SCHEMA_BASE}{TYPES_FOLDER}/{parameters_ref(component)}.schema.json",
         **parameters,
     }
 

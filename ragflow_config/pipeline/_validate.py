@@ -20,7 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 from .._errors import ConfigError, ConfigIssue, defined, format_path
 from .._extras import install_line, missing
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
-from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
+from ._schema import EXTENSION_PREFIX, KIND_MARKER, pattern_as_written, pipeline_schema
 from ._sources import allowed_root, has_files, pattern_problem, source_escape
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
@@ -131,8 +131,9 @@ def _schema_issues(
     """Turn one jsonschema error into readable issues, descending into the branch that applies."""
     path: JsonPath = tuple(error.absolute_path)
     kind = error.schema.get(KIND_MARKER) if isinstance(error.schema, dict) else None
-    if kind is not None and error.validator == "oneOf":
-        yield from _component_issues(error, kind, root, locations, registry)
+    message = _component_message(error, kind, registry) if kind is not None else None
+    if message is not None:
+        yield locations.issue(path, message)
         return
     if error.validator in ("anyOf", "oneOf") and error.context:
         yield from _branch_issues(error, root, locations, registry)
@@ -146,6 +147,10 @@ def _schema_issues(
         missing = re.findall(r"'([^']+)' is a required property", error.message)
         what = missing[0] if missing else error.message
         yield locations.issue(path, f"missing required key {what!r}")
+        return
+    if error.validator == "pattern":
+        pattern = pattern_as_written(str(error.validator_value))
+        yield locations.issue(path, f"{error.instance!r} does not match {pattern!r}")
         return
     yield locations.issue(path, error.message)
 
@@ -161,33 +166,21 @@ def _unknown_key_message(key: str, allowed: list[str]) -> str:
     return message
 
 
-def _component_issues(
-    error: ValidationError,
-    kind: str,
-    root: dict[str, Any],
-    locations: Locations,
-    registry: Registry,
-) -> Iterator[ConfigIssue]:
-    path: JsonPath = tuple(error.absolute_path)
-    block = error.instance
-    if not isinstance(block, dict):
-        yield locations.issue(path, f"expected a mapping with a `type` key, got {block!r}")
-        return
-    name = block.get("type")
-    if name is None:
+def _component_message(error: ValidationError, kind: str, registry: Registry) -> str | None:
+    """What is wrong with a component block's shape or its `type`, in the registry's words.
+
+    None for the block's other errors (an unknown key, a middleware's missing
+    `knowledge_bases`), which read as everywhere else.
+    """
+    if error.validator == "type":
+        return f"expected a mapping with a `type` key, got {error.instance!r}"
+    if error.validator == "required" and "'type'" in error.message:
         known = ", ".join(registry.names(kind))  # type: ignore[arg-type]
-        yield locations.issue(path, f"missing required key 'type' (one of: {known})")
-        return
-    try:
-        registry.get(kind, str(name))  # type: ignore[arg-type]
-    except UnknownTypeError as exc:
-        yield locations.issue((*path, "type"), str(exc))
-        return
-    for index, branch in enumerate(error.schema["oneOf"]):
-        if branch.get("properties", {}).get("type", {}).get("const") == name:
-            sub_errors = [e for e in error.context or [] if e.relative_schema_path[0] == index]
-            for sub in sub_errors:
-                yield from _schema_issues(sub, root, locations, registry)
+        return f"missing required key 'type' (one of: {known})"
+    if error.validator in ("enum", "not"):  # `not` when no type of the kind is in the schema
+        known_types = registry.names(kind)  # type: ignore[arg-type]
+        return str(UnknownTypeError(kind, str(error.instance), known_types))  # type: ignore[arg-type]
+    return None
 
 
 def _branch_issues(
@@ -198,9 +191,7 @@ def _branch_issues(
     for sub in error.context or []:
         branches.setdefault(sub.relative_schema_path[0], []).append(sub)
     matching = [
-        errors
-        for errors in branches.values()
-        if not any(_wrong_json_type(e, error.instance) for e in errors)
+        errors for errors in branches.values() if not any(_wrong_json_type(e) for e in errors)
     ]
     if len(matching) == 1:
         for sub in matching[0]:
@@ -210,14 +201,9 @@ def _branch_issues(
     yield locations.issue(tuple(error.absolute_path), f"{error.instance!r} is not {expected}")
 
 
-def _wrong_json_type(error: ValidationError, instance: Any) -> bool:
+def _wrong_json_type(error: ValidationError) -> bool:
     """Whether a branch's error says the value is of another kind than the branch takes."""
-    if error.relative_path:
-        return False
-    if error.validator == "type":
-        return True
-    # A component block branch takes only mappings.
-    return KIND_MARKER in error.schema and not isinstance(instance, dict)
+    return not error.relative_path and error.validator == "type"
 
 
 def _describe(schema: dict[str, Any], root: dict[str, Any]) -> str:

@@ -107,10 +107,15 @@ def test_its_parameters_appear_in_the_generated_schemas(plugin_path: Path) -> No
         "type": "integer",
     }
     pipeline = json.loads(rendered["pipeline.schema.json"])
-    branches = pipeline["$defs"]["ParserBlock"]["oneOf"]
-    assert {"const": "demo", "description": "A registered type name."} in [
-        branch["properties"]["type"] for branch in branches
-    ]
+    parser_block = pipeline["$defs"]["ParserBlock"]
+    assert "demo" in parser_block["properties"]["type"]["enum"]
+    assert {
+        "if": {"properties": {"type": {"const": "demo"}}, "required": ["type"]},
+        "then": {
+            "description": "Demo files: sections separated by a marker line.",
+            "properties": {"parameters": {"$ref": "#/$defs/parser.demo"}},
+        },
+    } in parser_block["allOf"]
 
 
 async def test_a_pipeline_using_it_validates_and_builds_it(

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from ruamel.yaml import YAML
 
 from ragflow_config.cli import main
 from ragflow_config.pipeline import Registry
+from ragflow_config.pipeline._validate import check_file
 
 from .conftest import FILES, REPO
 
@@ -60,20 +62,71 @@ def test_every_schema_is_valid_json_schema_2020_12(schemas: Path) -> None:
         Draft202012Validator.check_schema(schema)
 
 
-def test_every_component_block_is_a_one_of_discriminated_by_type(
+def test_every_component_block_selects_its_parameters_by_type(
     schemas: Path, registry: Registry
 ) -> None:
-    defs = load(schemas / "pipeline.schema.json")["$defs"]
+    pipeline = load(schemas / "pipeline.schema.json")
+    assert pipeline["$id"] == "https://ragflow-config.dev/schemas/pipeline.schema.json"
+    defs = pipeline["$defs"]
     for def_name, kind in BLOCK_KINDS.items():
-        branches = defs[def_name]["oneOf"]
-        consts = [branch["properties"]["type"]["const"] for branch in branches]
-        assert consts == registry.names(kind), def_name  # type: ignore[arg-type]
-        for branch in branches:
-            assert branch["required"][0] == "type"
-            assert branch["additionalProperties"] is False
-            assert branch["properties"]["parameters"] == {
-                "$ref": f"#/$defs/{kind}.{branch['properties']['type']['const']}"
-            }
+        block = defs[def_name]
+        names = registry.names(kind)  # type: ignore[arg-type]
+        assert block["properties"]["type"]["enum"] == names, def_name
+        assert block["required"][0] == "type"
+        assert block["additionalProperties"] is False
+        assert [rule["if"] for rule in block["allOf"]] == [
+            {"properties": {"type": {"const": name}}, "required": ["type"]} for name in names
+        ]
+        assert [rule["then"]["properties"] for rule in block["allOf"]] == [
+            {"parameters": {"$ref": f"#/$defs/{kind}.{name}"}} for name in names
+        ]
+
+
+def editor_message(schemas: Path, data: dict[str, Any]) -> tuple[list[str | int], str]:
+    """Where the error that jsonschema ranks first points, and its message."""
+    error = best_match(
+        Draft202012Validator(load(schemas / "pipeline.schema.json")).iter_errors(data)
+    )
+    assert error is not None
+    return list(error.absolute_path), error.message
+
+
+def pipeline_with(**knowledge_base: Any) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "knowledge_bases": [
+            {"name": "notes", "vector_store": "s", "collection": "c", **knowledge_base}
+        ],
+        "vector_stores": {"s": {"type": "qdrant"}},
+    }
+
+
+def test_a_misspelt_type_is_named_with_the_valid_ones(schemas: Path, registry: Registry) -> None:
+    # The old `oneOf` said only "{'type': 'docxx'} is not valid under any of the given schemas".
+    where, message = editor_message(
+        schemas, pipeline_with(embedding="e", parsers=[{"type": "docxx"}])
+    )
+    assert where == ["knowledge_bases", 0, "parsers", 0, "type"]
+    assert message == f"'docxx' is not one of {registry.names('parser')}"
+    # The same inside a `str | block` union: the block's error, not the union's.
+    where, message = editor_message(schemas, pipeline_with(embedding={"type": "hashng"}))
+    assert where == ["knowledge_bases", 0, "embedding", "type"]
+    assert message == f"'hashng' is not one of {registry.names('embedding')}"
+
+
+def test_an_unknown_parameter_is_named_against_its_types_parameters(schemas: Path) -> None:
+    chunker = {"type": "approx_token", "parameters": {"chunk_sz": 200}}
+    where, message = editor_message(schemas, pipeline_with(embedding="e", chunker=chunker))
+    assert where == ["knowledge_bases", 0, "chunker", "parameters"]
+    assert message == "Additional properties are not allowed ('chunk_sz' was unexpected)"
+    # The type selects the parameters: heading's own key is unknown to approx_token.
+    chunker = {"type": "approx_token", "parameters": {"chunk_size": 200, "max_heading_level": 2}}
+    _, message = editor_message(schemas, pipeline_with(embedding="e", chunker=chunker))
+    assert message == "Additional properties are not allowed ('max_heading_level' was unexpected)"
+    chunker = {"type": "approx_token", "parameters": {"chunk_size": "large"}}
+    where, message = editor_message(schemas, pipeline_with(embedding="e", chunker=chunker))
+    assert where == ["knowledge_bases", 0, "chunker", "parameters", "chunk_size"]
+    assert message == "'large' is not of type 'integer'"
 
 
 def test_descriptions_defaults_and_bounds_come_from_the_pydantic_fields(schemas: Path) -> None:
@@ -148,3 +201,33 @@ def test_the_committed_schemas_are_fresh(capsys: pytest.CaptureFixture[str]) -> 
     # A missing file is reported as stale, so CI fails rather than skips when one is not committed.
     code, output = run_check(REPO / "schemas", capsys)
     assert code == 0, f"the committed schemas are stale; run `ragflow-config schema`:\n{output}"
+
+
+def test_a_pattern_lets_a_reference_through_for_editors_and_validate_checks_its_value(
+    schemas: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An editor sees `${VAR}` as written; validate sees the value it expands to.
+    model = {"type": "openai_compatible", "parameters": {"model": "m"}}
+    for written, errors in (("${API_URL:-https://api.example}", 0), ("ftp://host", 1)):
+        model["parameters"]["base_url"] = written
+        data = {**pipeline_with(embedding="e"), "chat_models": {"chat": model}}
+        validator = Draft202012Validator(load(schemas / "pipeline.schema.json"))
+        assert len(list(validator.iter_errors(data))) == errors, written
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        "version: 1\n"
+        "chat_models:\n"
+        "  chat:\n"
+        "    type: openai_compatible\n"
+        "    parameters: {model: m, base_url: '${API_URL:-ftp://host}'}\n"
+        "knowledge_bases:\n"
+        "  - {name: a, embedding: {type: hashing}, vector_store: s, collection: c}\n"
+        "vector_stores: {s: {type: qdrant}}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.delenv("API_URL", raising=False)
+    _, issues = check_file(path)
+    # The message shows the value as written (a variable may hold a secret), the model's pattern.
+    assert [issue.message for issue in issues] == [
+        "'${API_URL:-ftp://host}' does not match '^https?://'"
+    ]
