@@ -8,17 +8,15 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import defined
-from ..agent import Agent
-from ..message import Msg
-from ..pipeline import Pipeline
-from ..pipeline._build import build_component
-from ..tool import Toolkit
 from ._arguments import text_not_blank
 from ._output import EXIT_OK, UsageError
 from ._parser import Commands
+
+if TYPE_CHECKING:  # the handler imports the pipeline and the agent: the CLI starts without
+    from ..pipeline import Pipeline
 
 SYSTEM_PROMPT = (
     "You answer questions from the knowledge bases you are given: retrieved passages are "
@@ -85,6 +83,12 @@ def _questions(one: str | None) -> Iterator[str]:
 
 
 def _chat(args: argparse.Namespace) -> int:
+    from ..agent import Agent
+    from ..message import Msg
+    from ..pipeline import Pipeline
+    from ..pipeline._build import build_component
+    from ..tool import Toolkit
+
     pipeline = Pipeline.load(args.file)
     name = _model_name(pipeline, args.model)
     if not pipeline.spec.middlewares:

@@ -1,18 +1,21 @@
-"""Commands about pipeline files and types: validate, schema, types."""
+"""Commands about pipeline files and types: validate, schema, types.
+
+Like every command module, this one imports the pipeline inside its handlers:
+``--version``, ``--help`` and every other command start without it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .._errors import ConfigIssue
-from ..pipeline import default_registry
-from ..pipeline._registry import KINDS
-from ..pipeline._schema import stale_schemas, write_schemas
-from ..pipeline._validate import check_file, source_issues
 from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, print_json
 from ._parser import Commands
+
+if TYPE_CHECKING:
+    from .._errors import ConfigIssue
 
 
 def register(commands: Commands) -> None:
@@ -33,6 +36,8 @@ def register(commands: Commands) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from ..pipeline._validate import check_file, source_issues
+
     issues: list[ConfigIssue] = []
     for file in args.files:
         loaded, found = check_file(file)
@@ -49,6 +54,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from ..pipeline import default_registry
+    from ..pipeline._schema import stale_schemas, write_schemas
+
     registry = default_registry()
     if args.check:
         problems = stale_schemas(registry, args.out)
@@ -65,6 +73,9 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _types(args: argparse.Namespace) -> int:
+    from ..pipeline import default_registry
+    from ..pipeline._registry import KINDS
+
     registry = default_registry()
     if args.json:
         print_json(

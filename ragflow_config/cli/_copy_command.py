@@ -7,7 +7,6 @@ import asyncio
 import sys
 from pathlib import Path
 
-from ..pipeline import Pipeline, copy_knowledge_base
 from ._output import EXIT_FINDINGS, EXIT_OK, plural, print_json
 from ._parser import Commands
 
@@ -33,6 +32,8 @@ def register(commands: Commands) -> None:
 
 
 def _copy(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline, copy_knowledge_base
+
     pipeline = Pipeline.load(args.file)
     report = asyncio.run(copy_knowledge_base(pipeline, args.kb, args.source_store))
     # A document left out is one the target lacks: the copy is not whole.

@@ -6,13 +6,15 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import RagflowError
-from ..pipeline import Pipeline
-from ..pipeline._spec import EvaluationSpec
 from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_json
 from ._parser import Commands
+
+if TYPE_CHECKING:  # the handler imports the pipeline: the CLI starts without it
+    from ..pipeline import Pipeline
+    from ..pipeline._spec import EvaluationSpec
 
 
 def register(commands: Commands) -> None:
@@ -57,6 +59,7 @@ def _eval(args: argparse.Namespace) -> int:
         format_table,
         load_queries,
     )
+    from ..pipeline import Pipeline
 
     if len(args.files) > 2:
         raise UsageError("eval takes one pipeline file, or two to compare")

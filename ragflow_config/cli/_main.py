@@ -8,10 +8,6 @@ import os
 import sys
 
 from .._errors import ConfigError, MissingExtraError, RagflowError
-from ..credential import MissingSecretError
-from ..pipeline import UnknownTypeError
-from ..pipeline._copy import CopySourceNotAStore
-from ..pipeline._sources import SourceOutsideError
 from . import (
     _chat_command,
     _config_commands,
@@ -32,20 +28,30 @@ from ._output import (
 )
 from ._parser import Commands
 
-# What exits 2 besides argparse's errors and an invalid file: the command line or the
-# file names something that is not there (a knowledge base is a KeyError, a pipeline
-# file or source folder a FileNotFoundError), or the environment lacks what the file
-# needs. Every other RagflowError happened against the store or a model: exit 1.
-_USAGE_ERRORS = (
-    UsageError,
-    KeyError,
-    FileNotFoundError,
-    UnknownTypeError,
-    SourceOutsideError,
-    CopySourceNotAStore,
-    MissingSecretError,
-    MissingExtraError,
-)
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """What exits 2 besides argparse's errors and an invalid file: the command line or the
+    file names something that is not there (a knowledge base is a KeyError, a pipeline
+    file or source folder a FileNotFoundError), or the environment lacks what the file
+    needs. Every other RagflowError happened against the store or a model: exit 1.
+
+    Imported when an error is being reported, not at start-up: the modules that define
+    them pull in Pydantic and the pipeline, which `--version` and `--help` never need.
+    """
+    from ..credential import MissingSecretError
+    from ..pipeline import UnknownTypeError
+    from ..pipeline._copy import CopySourceNotAStore
+    from ..pipeline._sources import SourceOutsideError
+
+    return (
+        UsageError,
+        KeyError,
+        FileNotFoundError,
+        UnknownTypeError,
+        SourceOutsideError,
+        CopySourceNotAStore,
+        MissingSecretError,
+        MissingExtraError,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
             for issue in exc.issues:
                 print(issue, file=sys.stderr)
         return EXIT_USAGE
-    except (RagflowError, *_USAGE_ERRORS) as exc:
+    except (RagflowError, KeyError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print_error(message, as_json)
-        return EXIT_USAGE if isinstance(exc, _USAGE_ERRORS) else EXIT_FINDINGS
+        return EXIT_USAGE if isinstance(exc, _usage_errors()) else EXIT_FINDINGS
     except BrokenPipeError:
         # The reader is gone (`list | head`): nothing more to say, and the
         # interpreter must not try to flush into the closed pipe at exit.

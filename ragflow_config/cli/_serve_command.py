@@ -7,7 +7,6 @@ import contextlib
 import logging
 from pathlib import Path
 
-from ..pipeline import Pipeline
 from ._arguments import float_between, int_between
 from ._output import EXIT_OK, UsageError
 from ._parser import Commands
@@ -125,6 +124,7 @@ def register(commands: Commands) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from ..pipeline import Pipeline
     from ..server import DEFAULT_TOKEN_VARIABLE, ServeOptions, read_token, serve
     from ..server._settings import TokenError
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from ._base import (
     EmbeddingInput,
     EmbeddingModelBase,
@@ -24,23 +24,17 @@ if TYPE_CHECKING:
     from ._ollama import OllamaEmbeddingModel
     from ._openai import OpenAICompatibleEmbeddingModel, OpenAIEmbeddingModel
 
-_LAZY = {
-    "DashScopeEmbeddingModel": "._dashscope",
-    "GeminiEmbeddingModel": "._gemini",
-    "MiniLMEmbeddingModel": "._minilm",
-    "OllamaEmbeddingModel": "._ollama",
-    "OpenAICompatibleEmbeddingModel": "._openai",
-    "OpenAIEmbeddingModel": "._openai",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DashScopeEmbeddingModel": "._dashscope",
+        "GeminiEmbeddingModel": "._gemini",
+        "MiniLMEmbeddingModel": "._minilm",
+        "OllamaEmbeddingModel": "._ollama",
+        "OpenAICompatibleEmbeddingModel": "._openai",
+        "OpenAIEmbeddingModel": "._openai",
+    },
+)
 
 
 __all__ = [

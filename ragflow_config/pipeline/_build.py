@@ -10,16 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from .._component import Component, is_path_field
 from .._errors import defined
-from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, FileEmbeddingCache
-from ..executors import ExecutorBase, LocalExecutor
-from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
-from ..rerankers import RerankerBase
-from ..rerankers._llm import LLMReranker
 from ._registry import Kind, Registry
 from ._spec import ComponentBlock, EmbeddingBlock, KnowledgeBaseSpec, PipelineSpec, VectorStoreBlock
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `build` imports what it builds: checking a file needs none of it
     from ..agentscope_bridge import AgentScopeObjects
+    from ..embedding import EmbeddingCacheBase, EmbeddingModelBase
+    from ..executors import ExecutorBase
+    from ..rag import ChunkerBase, KnowledgeBase, ParserBase, VectorStoreBase
+    from ..rerankers import RerankerBase
 
 
 def build_component(
@@ -72,6 +71,12 @@ class IndexingPlan:
     chunker: ChunkerBase
 
 
+def _local_executor() -> ExecutorBase:
+    from ..executors import LocalExecutor
+
+    return LocalExecutor()
+
+
 @dataclass
 class BuiltPipeline:
     """A pipeline's live objects. Valid inside the ``async with`` that built them."""
@@ -81,7 +86,7 @@ class BuiltPipeline:
     knowledge_bases: dict[str, KnowledgeBase]
     middlewares: list[Any]
     indexing: dict[str, IndexingPlan] = field(default_factory=dict)
-    executor: ExecutorBase = field(default_factory=LocalExecutor)
+    executor: ExecutorBase = field(default_factory=_local_executor)
     # What `run` embeds through (the models keep none of their own, so searches write nothing).
     embedding_cache: EmbeddingCacheBase | None = None
 
@@ -112,6 +117,10 @@ async def build(
     Named blocks are built once and shared: two knowledge bases naming one
     store use one connection.
     """
+    from ..embedding import FileEmbeddingCache
+    from ..rag import KnowledgeBase
+    from ..rerankers._llm import LLMReranker
+
     wanted = [kb for kb in spec.knowledge_bases if only is None or kb.name in only]
     async with contextlib.AsyncExitStack() as stack:
         shared: dict[tuple[str, str], Any] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Literal
@@ -77,36 +78,51 @@ class ComponentType:
 
 
 class Registry:
-    """Component types by kind and name."""
+    """Component types by kind and name.
+
+    Filled from entry points, a type's module is imported when the type is first
+    asked for by name: `validate` of a file that names a Qdrant store and the
+    hashing model imports those two, not DashScope's client or every parser's
+    library. Listing a kind (`names`, `types`) imports every type of it.
+    """
 
     def __init__(self) -> None:
         self._types: dict[Kind, dict[str, ComponentType]] = {
             kind: {} for kind in ENTRY_POINT_GROUPS
         }
+        # Entry points not imported yet, by kind and name; built-in ones first.
+        self._pending: dict[Kind, dict[str, list[EntryPoint]]] = {
+            kind: {} for kind in ENTRY_POINT_GROUPS
+        }
 
     @classmethod
     def from_entry_points(cls) -> Registry:
-        """Every installed package's types; a plugin that fails to load is skipped with a warning.
+        """Every installed package's types; a plugin that fails to load is skipped with a
+        warning when its type is first asked for.
 
         Built-in types load first, so a plugin reusing one of their names is the one skipped.
         """
         registry = cls()
+        installed = entry_points()  # one read of every distribution's metadata, not one per group
         for kind, group in ENTRY_POINT_GROUPS.items():
-            for entry in sorted(entry_points(group=group), key=_third_party):
-                distribution = entry.dist.name if entry.dist else None
-                try:
-                    component = entry.load()
-                    registry.register(kind, entry.name, component, distribution=distribution)
-                except Exception as exc:  # a broken plugin must not take the others down
-                    logger.warning(
-                        "skipping %s type %r from %s: %s: %s",
-                        kind,
-                        entry.name,
-                        entry.value,
-                        type(exc).__name__,
-                        exc,
-                    )
+            for entry in sorted(installed.select(group=group), key=_third_party):
+                registry._pending[kind].setdefault(entry.name, []).append(entry)
         return registry
+
+    def _load(self, kind: Kind, name: str) -> None:
+        for entry in self._pending[kind].pop(name, []):
+            distribution = entry.dist.name if entry.dist else None
+            try:
+                self.register(kind, entry.name, entry.load(), distribution=distribution)
+            except Exception as exc:  # a broken plugin must not take the others down
+                logger.warning(
+                    "skipping %s type %r from %s: %s: %s",
+                    kind,
+                    entry.name,
+                    entry.value,
+                    type(exc).__name__,
+                    exc,
+                )
 
     def register(
         self, kind: Kind, name: str, component: type[Component], *, distribution: str | None = None
@@ -119,6 +135,7 @@ class Registry:
                 f"chunker {component.__name__} has chunker_type {chunker_type!r} "
                 f"but is registered as {name!r}"
             )
+        self._load(kind, name)  # an entry point of the same name comes first
         existing = self._types[kind].get(name)
         if existing is not None and existing.cls is not component:
             raise ValueError(
@@ -128,16 +145,35 @@ class Registry:
         self._types[kind][name] = ComponentType(kind, name, component, distribution)
 
     def names(self, kind: Kind) -> list[str]:
+        for name in list(self._pending[kind]):
+            self._load(kind, name)
         return sorted(self._types[kind])
 
     def types(self, kind: Kind) -> list[ComponentType]:
         return [self._types[kind][name] for name in self.names(kind)]
 
     def get(self, kind: Kind, name: str) -> ComponentType:
+        self._load(kind, name)
         try:
             return self._types[kind][name]
         except KeyError:
             raise UnknownTypeError(kind, name, self.names(kind)) from None
+
+    def only(self, wanted: Iterable[tuple[Kind, object]]) -> Registry:
+        """The types named in ``wanted`` that exist, importing only those: what the
+        check of one pipeline file needs (its schema and its blocks' parameters)."""
+        subset = Registry()
+        for kind, name in wanted:
+            if self.has(kind, name):
+                subset._types[kind][str(name)] = self._types[kind][str(name)]
+        return subset
+
+    def has(self, kind: Kind, name: object) -> bool:
+        """Whether ``name`` is a type of ``kind`` that loads, importing that type only."""
+        if not isinstance(name, str):
+            return False
+        self._load(kind, name)
+        return name in self._types[kind]
 
 
 def _third_party(entry: EntryPoint) -> bool:

@@ -71,7 +71,11 @@ def check_file(
         return None, issues
     if not isinstance(data, dict):
         return None, [locations.issue((), _not_a_mapping(data))]
-    schema = pipeline_schema(registry)
+    # The schema of the types this file names, not of every registered one: building
+    # it imports only those (an unknown name still fails, against the full registry).
+    schema = pipeline_schema(
+        registry.only((kind, _mapping(block).get("type")) for _, kind, block in _blocks(data))
+    )
     validator = Draft202012Validator(schema)
     reported = {issue.path for issue in issues}  # e.g. an unset ${VAR}: say it once
     issues += _deduplicate(
@@ -278,7 +282,7 @@ def _parameter_issues(
     faulty = {issue.path for issue in checked}
     issues = []
     for path, kind, block in _blocks(data):
-        if not isinstance(block, dict) or block.get("type") not in registry.names(kind):
+        if not isinstance(block, dict) or not registry.has(kind, block.get("type")):
             continue  # a reference by name, or a block the schema already reported
         where = format_path(path)
         if any(f == where or f.startswith((f"{where}.", f"{where}[")) for f in faulty):
@@ -301,7 +305,7 @@ def _extra_issues(
     """
     found: list[tuple[JsonPath, str, dict[str, str]]] = []
     for path, kind, block in _blocks(data):
-        if isinstance(block, dict) and block.get("type") in registry.names(kind):
+        if isinstance(block, dict) and registry.has(kind, block.get("type")):
             entry = registry.get(kind, block["type"])
             try:
                 requires = entry.cls.requires_for(
@@ -462,11 +466,6 @@ def _retrieval_issues(
     from ._build import vector_store_block
 
     issues: list[ConfigIssue] = []
-    lexical_stores = sorted(
-        name
-        for name in registry.names("vector_store")
-        if getattr(registry.get("vector_store", name).cls, "supports_lexical", False)
-    )
     for i, kb in enumerate(spec.knowledge_bases):
         retrieval = kb.retrieval
         if not retrieval.lexical:
@@ -474,6 +473,11 @@ def _retrieval_issues(
         where: JsonPath = ("knowledge_bases", i, "retrieval", "mode")
         store_type = vector_store_block(spec, kb).type
         if not getattr(registry.get("vector_store", store_type).cls, "supports_lexical", False):
+            lexical_stores = sorted(
+                t.name
+                for t in registry.types("vector_store")
+                if getattr(t.cls, "supports_lexical", False)
+            )
             issues.append(
                 locations.issue(
                     where,

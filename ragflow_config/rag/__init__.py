@@ -1,13 +1,13 @@
 """Retrieval-augmented generation: parsers, chunkers, vector stores and the ``KnowledgeBase``.
 
-Names mirror ``agentscope.rag``. Classes whose libraries are optional import
-them on first use, so a missing extra fails with an error naming it.
+Names mirror ``agentscope.rag``. Each is imported on first use; classes whose
+libraries are optional import them on first use too, so a missing extra fails
+with an error naming it.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._errors import (
     CollectionMismatchError,
@@ -15,21 +15,18 @@ from .._errors import (
     ParserFileNotFoundError,
     VectorStoreError,
 )
-from ._analyzer import AnalyzerSettings
-from ._chunkers.approx_token import ApproxTokenChunker
-from ._chunkers.base import ChunkerBase
-from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
-from ._knowledge_base import KnowledgeBase
-from ._parsers.base import ParserBase
-from ._parsers.text import TextParser
-from ._retrieval import Bm25Settings, FusionSettings, RerankSettings, RetrievalSettings
-from ._stores.base import VectorStoreBase
-from ._stores.qdrant import QdrantStore
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ._analyzer import AnalyzerSettings
+    from ._chunkers.approx_token import ApproxTokenChunker
+    from ._chunkers.base import ChunkerBase
     from ._chunkers.heading import HeadingChunker
     from ._chunkers.recursive import RecursiveChunker
     from ._chunkers.token import TokenChunker
+    from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
+    from ._knowledge_base import KnowledgeBase
+    from ._parsers.base import ParserBase
     from ._parsers.docx import WordParser
     from ._parsers.eml import EmailParser
     from ._parsers.epub import EPUBParser
@@ -40,41 +37,57 @@ if TYPE_CHECKING:
     from ._parsers.pdf import PDFParser
     from ._parsers.pptx import PPTParser
     from ._parsers.records import RecordsParser
+    from ._parsers.text import TextParser
+    from ._retrieval import Bm25Settings, FusionSettings, RerankSettings, RetrievalSettings
+    from ._stores.base import VectorStoreBase
     from ._stores.elasticsearch import ElasticsearchStore
     from ._stores.milvus import MilvusLiteStore
     from ._stores.mongodb import MongoDBStore
     from ._stores.pgvector import PgVectorStore
+    from ._stores.qdrant import QdrantStore
 
-# Modules that are imported when one of their names is first used.
-_LAZY = {
-    "PDFParser": "._parsers.pdf",
-    "PPTParser": "._parsers.pptx",
-    "WordParser": "._parsers.docx",
-    "ExcelParser": "._parsers.excel",
-    "ImageParser": "._parsers.image",
-    "MarkdownParser": "._parsers.markdown",
-    "HTMLParser": "._parsers.html",
-    "RecordsParser": "._parsers.records",
-    "EmailParser": "._parsers.eml",
-    "EPUBParser": "._parsers.epub",
-    "TokenChunker": "._chunkers.token",
-    "HeadingChunker": "._chunkers.heading",
-    "RecursiveChunker": "._chunkers.recursive",
-    "MilvusLiteStore": "._stores.milvus",
-    "MongoDBStore": "._stores.mongodb",
-    "ElasticsearchStore": "._stores.elasticsearch",
-    "PgVectorStore": "._stores.pgvector",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
+# Every class imported on first use: a pipeline file's check needs the retrieval
+# settings, not the knowledge base or the stores, and a store's class should not
+# import the others' libraries.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AnalyzerSettings": "._analyzer",
+        "ApproxTokenChunker": "._chunkers.approx_token",
+        "Bm25Settings": "._retrieval",
+        "Chunk": "._document",
+        "ChunkerBase": "._chunkers.base",
+        "DocumentSummary": "._document",
+        "EPUBParser": "._parsers.epub",
+        "ElasticsearchStore": "._stores.elasticsearch",
+        "EmailParser": "._parsers.eml",
+        "ExcelParser": "._parsers.excel",
+        "FusionSettings": "._retrieval",
+        "HTMLParser": "._parsers.html",
+        "HeadingChunker": "._chunkers.heading",
+        "ImageParser": "._parsers.image",
+        "KnowledgeBase": "._knowledge_base",
+        "MarkdownParser": "._parsers.markdown",
+        "MilvusLiteStore": "._stores.milvus",
+        "MongoDBStore": "._stores.mongodb",
+        "PDFParser": "._parsers.pdf",
+        "PPTParser": "._parsers.pptx",
+        "ParserBase": "._parsers.base",
+        "PgVectorStore": "._stores.pgvector",
+        "QdrantStore": "._stores.qdrant",
+        "RecordsParser": "._parsers.records",
+        "RecursiveChunker": "._chunkers.recursive",
+        "RerankSettings": "._retrieval",
+        "RetrievalSettings": "._retrieval",
+        "Section": "._document",
+        "TextParser": "._parsers.text",
+        "TokenChunker": "._chunkers.token",
+        "VectorRecord": "._document",
+        "VectorSearchResult": "._document",
+        "VectorStoreBase": "._stores.base",
+        "WordParser": "._parsers.docx",
+    },
+)
 
 __all__ = [
     "AnalyzerSettings",

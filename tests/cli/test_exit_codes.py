@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ragflow_config.cli import _config_commands, main
+from ragflow_config.cli import main
 from ragflow_config.cli._output import (
     EXIT_CODES,
     EXIT_FINDINGS,
@@ -28,7 +28,7 @@ from ragflow_config.cli._output import (
     EXIT_OK,
     EXIT_USAGE,
 )
-from ragflow_config.pipeline import Pipeline
+from ragflow_config.pipeline import Pipeline, _schema, _validate
 from ragflow_config.pipeline._sources import document_id
 
 CORPUS = {
@@ -317,8 +317,9 @@ def _interrupted(command: str) -> Setup:
         elif command != "run":
             project.run()
         monkeypatch.setattr(Pipeline, "build", _ctrl_c)
-        monkeypatch.setattr(_config_commands, "check_file", _ctrl_c)
-        monkeypatch.setattr(_config_commands, "stale_schemas", _ctrl_c)
+        # Where the commands import them from when they run (not at start-up).
+        monkeypatch.setattr(_validate, "check_file", _ctrl_c)
+        monkeypatch.setattr(_schema, "stale_schemas", _ctrl_c)
         return argv(command, project.file) if command != "schema" else ["schema", "--check"]
 
     return setup

@@ -1,0 +1,102 @@
+"""What a command imports before it answers (issue 40): only what it uses.
+
+`--version` and `--help` build the argument parser and nothing else; `validate`
+(a pre-commit hook, run on every commit) imports the types its file names, never
+the agent, a chat model, a store's client or the runner. Checked by the modules a
+fresh interpreter holds after the command, not by time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).parents[2]
+
+# The command line's own modules may come and go; these are what it must not pay for.
+NOT_AT_START_UP = [
+    "pydantic",
+    "ruamel.yaml",
+    "jsonschema",
+    "httpx",
+    "rich",
+    "ragflow_config.pipeline",
+    "ragflow_config.rag",
+    "ragflow_config.embedding",
+]
+NOT_FOR_VALIDATE = [
+    "ragflow_config.agent",
+    "ragflow_config.model._dashscope",
+    "ragflow_config.model._openai",
+    "ragflow_config.model._ollama",
+    "ragflow_config.embedding._dashscope",
+    "ragflow_config.rag._parsers.pdf",
+    "ragflow_config.rag._stores.milvus",
+    "ragflow_config.executors",
+    "ragflow_config.rerankers",
+    "ragflow_config.pipeline._run",
+    "dashscope",
+    "qdrant_client",
+    "onnxruntime",
+    "numpy",
+    "httpx",
+    "rich",
+]
+
+PROBE = """
+import contextlib, io, json, sys
+from ragflow_config.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exit:
+        code = exit.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def imported_by(*argv: str) -> tuple[int, set[str]]:
+    """The exit code of ``ragflow-config ARGV`` in a fresh interpreter, and every module
+    it had imported by the end."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    return report["code"], set(report["modules"])
+
+
+def heavy(modules: set[str], names: list[str]) -> list[str]:
+    return sorted(name for name in names if name in modules)
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["run", "--help"]])
+def test_the_parser_alone_answers_version_and_help(argv: list[str]) -> None:
+    code, modules = imported_by(*argv)
+    assert code == 0
+    assert heavy(modules, NOT_AT_START_UP) == []
+
+
+def test_validate_imports_the_types_its_file_names_and_nothing_else() -> None:
+    code, modules = imported_by("validate", "pipelines/local.yaml")
+    assert code == 0
+    assert heavy(modules, NOT_FOR_VALIDATE) == []
+    # The file's own types are what it was checked against.
+    assert "ragflow_config.rag._stores.qdrant" in modules
+    assert "ragflow_config.embedding._minilm" in modules
+    assert "ragflow_config.middleware._rag.middleware" in modules
+
+
+def test_an_invalid_file_still_lists_every_registered_type() -> None:
+    """Laziness stops at errors: an unknown type is told every name there is."""
+    code, modules = imported_by("validate", "tests/pipeline/files/unknown_types.yaml")
+    assert code == 2
+    assert "ragflow_config.rag._parsers.pdf" in modules
