@@ -76,8 +76,11 @@ class OpenAICompatibleEmbeddingModel(RemoteEmbeddingModel):
         parameters: Parameters | None = None,
         *,
         credential: _ApiKeyCredential | None = None,
+        pass_dimensions: bool | None = None,
         **options: Any,
     ) -> None:
+        if pass_dimensions is not None:  # AgentScope's name of `send_dimensions`
+            options["send_dimensions"] = pass_dimensions
         super().__init__(parameters, **options)
         self._endpoint = OpenAIEndpoint.for_model(
             self.parameters, credential, self.credential_type, self.service_label

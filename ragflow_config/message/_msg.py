@@ -149,6 +149,23 @@ class Msg(BaseModel):
     def tool_calls(self) -> list[ToolCallBlock]:
         return [block for block in self.content if isinstance(block, ToolCallBlock)]
 
+    # AgentScope's accessors, with its signatures and results.
+    def get_content_blocks(self, block_type: str | list[str] | None = None) -> list[MsgBlock]:
+        """The blocks of one type (``"text"``), of any of several, or all of them."""
+        if block_type is None:
+            return list(self.content)
+        types = [block_type] if isinstance(block_type, str) else block_type
+        return [block for block in self.content if block.type in types]
+
+    def has_content_blocks(self, block_type: str | list[str] | None = None) -> bool:
+        """Whether the message holds a block of that type (of any type, without one)."""
+        return bool(self.get_content_blocks(block_type))
+
+    def get_text_content(self, separator: str = "\n") -> str | None:
+        """The text blocks' text joined by ``separator``; ``None`` without a text block."""
+        texts = [block.text for block in self.content if isinstance(block, TextBlock)]
+        return separator.join(texts) if texts else None
+
 
 # AgentScope's constructors of one role's message: functions, named like classes.
 def _made(

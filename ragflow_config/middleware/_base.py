@@ -47,3 +47,12 @@ class MiddlewareBase(Component):
     async def list_tools(self) -> list[ToolBase]:
         """Tools this middleware offers; register them in the agent's ``Toolkit``."""
         return []
+
+    def is_implemented(self, hook_name: str) -> bool:
+        """Whether this middleware's class overrides the hook ``hook_name`` (AgentScope's test)."""
+        own = getattr(type(self), hook_name, None)
+        return own is not None and own is not getattr(MiddlewareBase, hook_name, None)
+
+    def get_middleware_key(self) -> str:
+        """The name that tells middlewares apart: the class's name, as in AgentScope."""
+        return type(self).__name__

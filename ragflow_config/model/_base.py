@@ -46,6 +46,14 @@ class ChatModelBase(Component):
     Parameters: ClassVar[type[ComponentParameters]] = ChatModelParameters
     parameters: ChatModelParameters
 
+    def __init__(
+        self, parameters: ComponentParameters | None = None, *, stream: bool = True, **options: Any
+    ) -> None:
+        super().__init__(parameters, **options)
+        # AgentScope's argument, taken so its code runs unchanged; answers here always come
+        # whole, since what reads them (the rerank, the agent's step) needs the whole answer.
+        self.stream = stream
+
     @property
     @abstractmethod
     def model_name(self) -> str:

@@ -18,9 +18,9 @@ logger = logging.getLogger("ragflow_config.tool")
 class Toolkit:
     """Tools by name. Every failure of a call comes back as an error result the model can read."""
 
-    def __init__(self, tools: Iterable[ToolBase] = ()) -> None:
+    def __init__(self, tools: Iterable[ToolBase] | None = None) -> None:
         self._tools: dict[str, ToolBase] = {}
-        for tool in tools:
+        for tool in tools or ():
             self.register(tool)
 
     def register(self, tool: ToolBase) -> None:
