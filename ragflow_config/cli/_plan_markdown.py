@@ -30,7 +30,7 @@ _LISTED = (
     ("repair", "Repair"),
     ("delete", "Delete"),
 )
-_SKIPPED = ("unsupported", "empty", "failed", "unreadable", "keep")
+_SKIPPED = ("unsupported", "empty", "skipped", "failed", "unreadable", "keep")
 
 
 def plan_markdown(report: RunReport, *, title: str | None = None) -> str:

@@ -68,7 +68,7 @@ class Progress:
                 chunks=fields["chunks"] + change.chunks,
                 failed=fields["failed"] + change.failed,
             )
-        elif change.action != "unchanged" and not change.failed:
+        elif change.action not in ("unchanged", "skipped") and not change.failed:
             detail = f" ({change.reason})" if change.reason else ""
             self.stream.write(f"{kb}: {change.action} {change.path}{detail}\n")
 

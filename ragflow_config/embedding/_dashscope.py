@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field, SecretStr, field_validator
 
+from .._component import ComponentParameters
 from .._errors import EmbeddingError, UnsupportedInputError
 from .._http import (
     KeyedEndpoint,
@@ -185,8 +186,13 @@ class DashScopeEmbeddingModel(RemoteEmbeddingModel):
         self._endpoint = _DashScopeEndpoint.for_model(
             p, credential, DashScopeCredential, "DashScope embeddings"
         )
-        self.supports_multimodal = p.model.startswith(_MULTIMODAL_PREFIXES)
+        self.supports_multimodal = self.multimodal_for(p)
         self._limits = _LIMITS.get(p.model, _Limits())
+
+    @classmethod
+    def multimodal_for(cls, parameters: ComponentParameters) -> bool:
+        assert isinstance(parameters, cls.Parameters)
+        return parameters.model.startswith(_MULTIMODAL_PREFIXES)
 
     def batch_accepts(self, batch: list[str | DataBlock], item: str | DataBlock) -> bool:
         if not self.supports_multimodal:

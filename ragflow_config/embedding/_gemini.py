@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import httpx
 from pydantic import Field, SecretStr, ValidationError, field_validator
 
+from .._component import ComponentParameters
 from .._errors import EmbeddingError, UnsupportedInputError
 from .._http import (
     KeyedEndpoint,
@@ -141,7 +142,12 @@ class GeminiEmbeddingModel(RemoteEmbeddingModel):
         self._endpoint = _GeminiEndpoint.for_model(
             self.parameters, credential, GeminiCredential, "Gemini embeddings"
         )
-        self.supports_multimodal = self.parameters.model.startswith(_MULTIMODAL_PREFIXES)
+        self.supports_multimodal = self.multimodal_for(self.parameters)
+
+    @classmethod
+    def multimodal_for(cls, parameters: ComponentParameters) -> bool:
+        assert isinstance(parameters, cls.Parameters)
+        return parameters.model.startswith(_MULTIMODAL_PREFIXES)
 
     def batch_accepts(self, batch: list[str | DataBlock], item: str | DataBlock) -> bool:
         if not self.supports_multimodal:

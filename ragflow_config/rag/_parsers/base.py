@@ -7,7 +7,7 @@ import os
 from abc import abstractmethod
 from typing import ClassVar
 
-from ..._component import Component
+from ..._component import Component, ComponentParameters
 from ..._errors import ParserFileNotFoundError
 from .._document import Section
 
@@ -29,6 +29,12 @@ class ParserBase(Component):
             ext for mt in cls.supported_media_types for ext in mimetypes.guess_all_extensions(mt)
         }
         return sorted(extensions)
+
+    @classmethod
+    def only_data_for(cls, parameters: ComponentParameters) -> bool:
+        """Whether, with ``parameters``, every section made of a file is data (an image),
+        never text: a text-only embedding model then has nothing of its files to embed."""
+        return False
 
     @abstractmethod
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:

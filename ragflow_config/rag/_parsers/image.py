@@ -70,6 +70,11 @@ class ImageParser(ParserBase):
         assert isinstance(parameters, cls.Parameters)
         return {**cls.requires, **ocr_requires(parameters.ocr)}
 
+    @classmethod
+    def only_data_for(cls, parameters: ComponentParameters) -> bool:
+        assert isinstance(parameters, cls.Parameters)
+        return parameters.ocr == "never"
+
     async def parse(self, file: bytes | str, filename: str) -> list[Section]:
         data = self.read_bytes(file, filename)
         media_type = sniff_image(data)
