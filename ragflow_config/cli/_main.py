@@ -14,6 +14,7 @@ from . import (
     _copy_command,
     _eval_command,
     _index_commands,
+    _init_command,
     _kb_commands,
     _serve_command,
 )
@@ -27,6 +28,7 @@ from ._output import (
     print_error,
 )
 from ._parser import Commands
+
 
 def _usage_errors() -> tuple[type[Exception], ...]:
     """What exits 2 besides argparse's errors and an invalid file: the command line or the
@@ -58,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Every command's arguments: what `main` reads and `docs/cli.md` lists."""
     commands = Commands()
     for group in (
+        _init_command,
         _config_commands,
         _index_commands,
         _kb_commands,

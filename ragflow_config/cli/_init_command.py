@@ -1,0 +1,81 @@
+"""``init``: write a commented pipeline file for a folder of documents."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._output import UsageError
+from ._parser import Commands
+
+# Where the file goes by default: the current folder, as `git init` and `dbt init` write
+# there; the folder to index is named relative to it.
+DEFAULT_OUTPUT = Path("ragflow.yaml")
+# The names `pipeline._init` knows (STORES, MODELS), spelt here so that building the
+# parser imports no pipeline code; tests/init checks that they agree.
+STORE_CHOICES = ("qdrant", "milvus-lite", "pgvector")
+MODEL_CHOICES = ("minilm", "openai", "ollama", "hashing")
+
+
+def register(commands: Commands) -> None:
+    init = commands.add(
+        "init",
+        _init,
+        "write a commented pipeline file for a folder, from the types of its files",
+    )
+    init.add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        metavar="FOLDER",
+        help="the folder of documents to index (default: the current folder)",
+    )
+    init.add_argument(
+        "--store",
+        choices=STORE_CHOICES,
+        default="qdrant",
+        help="where the vectors go: Qdrant on local disk (default), a Milvus Lite file, or "
+        "PostgreSQL + pgvector (its DSN from PGVECTOR_DSN)",
+    )
+    init.add_argument(
+        "--model",
+        choices=MODEL_CHOICES,
+        default="minilm",
+        help="the embedding model: MiniLM offline (default), OpenAI (key from "
+        "OPENAI_API_KEY), Ollama (server from OLLAMA_HOST), or hashing (lexical, no model)",
+    )
+    init.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        metavar="FILE",
+        help=f"the pipeline file to write; never overwritten (default: {DEFAULT_OUTPUT})",
+    )
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .._extras import install_line
+    from ..pipeline._init import InitRefused, write_pipeline
+
+    try:
+        written = write_pipeline(args.folder, args.output, args.store, args.model)
+    except InitRefused as exc:
+        raise UsageError(str(exc)) from None
+    found, draft, target = written.survey, written.draft, written.target
+    parsers = ", ".join(parser.type for parser in draft.parsers)
+    print(f"wrote {written.file}: {found.files} files in {target.source}/, read by {parsers}")
+    for media_type in draft.unread:
+        print(
+            f"  left out: {found.counts[media_type]} file(s) of {media_type or 'unknown type'}, "
+            f"e.g. {found.examples[media_type]}"
+        )
+    if not found.pdfs_checked:
+        print("  PDFs not checked for scanned pages: install the `rag` extra and init again")
+    print("next:")
+    print(f"  {install_line(draft.extras)}")
+    print(f"  ragflow-config validate {target.file}")
+    print(f"  ragflow-config run {target.file}")
+    print(f'  ragflow-config search {target.file} {target.name} "your question"')
+    return 0
