@@ -7,6 +7,7 @@ Like every command module, this one imports the pipeline inside its handlers:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,12 +17,23 @@ from ._parser import Commands
 
 if TYPE_CHECKING:
     from .._errors import ConfigIssue
+    from ..pipeline._check_env import EnvironmentCheck
 
 
 def register(commands: Commands) -> None:
     validate = commands.add("validate", _validate, "check pipeline files and report every error")
     validate.add_argument("files", nargs="+", type=Path, metavar="FILE", help="pipeline files")
-    validate.add_argument("--json", action="store_true", help="print the errors as a JSON list")
+    validate.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"files": [...], "issues": [...]}, with each file\'s checks under --check-env',
+    )
+    validate.add_argument(
+        "--check-env",
+        action="store_true",
+        help="then check what a run needs, writing nothing: every variable the file names is "
+        "set, every store opens (or its server answers), every embedding model embeds a text",
+    )
 
     schema = commands.add(
         "schema", _schema, "write the JSON Schemas of pipeline files and every type"
@@ -36,21 +48,43 @@ def register(commands: Commands) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..pipeline._validate import check_file, source_issues
+    from ..pipeline._validate import check_file, display_path, source_issues
 
     issues: list[ConfigIssue] = []
+    checks: dict[Path, list[EnvironmentCheck]] = {}  # --check-env's, of each valid file
     for file in args.files:
         loaded, found = check_file(file)
-        issues += found if loaded is None else source_issues(loaded)
+        found = found if loaded is None else source_issues(loaded)
+        issues += found
+        if args.check_env and loaded is not None and not found:
+            from ..pipeline._check_env import check_environment  # opens stores and models
+
+            checks[file] = asyncio.run(check_environment(loaded))
     if args.json:
-        print_json([issue.as_dict() for issue in issues])
+        files = [
+            {
+                "file": display_path(file),
+                "valid": not any(i.file == display_path(file) for i in issues),
+            }
+            | ({"checks": [c.as_dict() for c in checks[file]]} if file in checks else {})
+            for file in args.files
+        ]
+        print_json({"files": files, "issues": [issue.as_dict() for issue in issues]})
     else:
         for issue in issues:
             print(issue, file=sys.stderr)
         if not issues:
             print(f"{len(args.files)} file(s) valid")
+        for file, found_checks in checks.items():
+            if len(args.files) > 1:
+                print(f"{display_path(file)}:")
+            for check in found_checks:
+                print(check)
     # An invalid file exits 2 here as from every other command: one file, one code.
-    return EXIT_USAGE if issues else EXIT_OK
+    if issues:
+        return EXIT_USAGE
+    failed = any(check.ok is False for found_checks in checks.values() for check in found_checks)
+    return EXIT_FINDINGS if failed else EXIT_OK
 
 
 def _schema(args: argparse.Namespace) -> int:

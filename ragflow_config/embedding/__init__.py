@@ -15,6 +15,7 @@ from ._base import (
 )
 from ._cache import EmbeddingCacheBase, FileEmbeddingCache
 from ._card import EmbeddingModelCard
+from ._counts import VectorCounts
 from ._hashing import HashingEmbeddingModel
 
 if TYPE_CHECKING:
@@ -53,5 +54,6 @@ __all__ = [
     "OllamaEmbeddingModel",
     "OpenAICompatibleEmbeddingModel",
     "OpenAIEmbeddingModel",
+    "VectorCounts",
     "vectors_digest",
 ]

@@ -57,7 +57,8 @@ class EmbeddingResponse(_ReadByKey):
     """The vectors for a call's inputs, in input order, with AgentScope's fields.
 
     ``source`` is ``"cache"`` when every vector came from the model's
-    ``embedding_cache``, else ``"api"``.
+    ``embedding_cache``, else ``"api"``; ``cache_hits`` and ``cache_misses`` count
+    the inputs found in it and not (both 0 without a cache).
     """
 
     embeddings: list[list[float]]
@@ -66,6 +67,8 @@ class EmbeddingResponse(_ReadByKey):
     type: Literal["embedding"] = "embedding"
     usage: EmbeddingUsage | None = None
     source: Literal["cache", "api"] = "api"
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 class EmbeddingParameters(ComponentParameters):
@@ -226,14 +229,17 @@ class EmbeddingModelBase(Component):
         batcher = self._batchers.get(loop)
         if batcher is None:  # one per event loop: a model may outlive an asyncio.run()
             batcher = self._batchers[loop] = _Batcher(self)
-        source: Literal["cache", "api"] = "api"
         if self.embedding_cache is None:
             embeddings, usage = await batcher.embed(items)
-        else:
-            embeddings, usage, source = await self._through_cache(
-                self.embedding_cache, batcher, items
-            )
-        return EmbeddingResponse(embeddings=embeddings, source=source, usage=usage)
+            return EmbeddingResponse(embeddings=embeddings, usage=usage)
+        embeddings, usage, missed = await self._through_cache(self.embedding_cache, batcher, items)
+        return EmbeddingResponse(
+            embeddings=embeddings,
+            source="api" if missed else "cache",
+            usage=usage,
+            cache_hits=len(items) - missed,
+            cache_misses=missed,
+        )
 
     def cache_identifier(self, item: str | DataBlock) -> dict[str, Any]:
         """What a cache keeps one input's vector under: the input and what shapes its vector."""
@@ -250,9 +256,9 @@ class EmbeddingModelBase(Component):
 
     async def _through_cache(
         self, cache: EmbeddingCacheBase, batcher: _Batcher, items: list[str | DataBlock]
-    ) -> tuple[list[list[float]], EmbeddingUsage, Literal["cache", "api"]]:
+    ) -> tuple[list[list[float]], EmbeddingUsage, int]:
         """Cached vectors, the rest from the model (then cached), what the model's
-        share cost (nothing when there was none), and "cache" if all were cached."""
+        share cost (nothing when there was none), and how many were not cached."""
         keys = [self.cache_identifier(item) for item in items]
         try:
             found = await cache.retrieve_many(keys)
@@ -275,11 +281,7 @@ class EmbeddingModelBase(Component):
                 )
             except OSError as exc:
                 _warn_of_an_unusable_cache(exc)
-        return (
-            [vector for vector in vectors if vector is not None],
-            usage,
-            "cache" if not missing else "api",
-        )
+        return [vector for vector in vectors if vector is not None], usage, len(missing)
 
 
 def check_vectors(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from .._component import Component, ComponentParameters
-from ..embedding import EmbeddingModelBase
+from ..embedding import EmbeddingModelBase, EmbeddingResponse
 from ..rag import Chunk
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
@@ -25,8 +25,9 @@ from ..rag._parsers.base import ParserBase
 if TYPE_CHECKING:
     from ..pipeline._build import IndexingPlan
 
-#: A file's chunks, and their vectors when its model embedded them beside the parsing.
-Prepared = tuple[list[Chunk], list[list[float]] | None]
+#: A file's chunks, and the model's response (its vectors, and how many came from the
+#: embedding cache) when the model embedded them beside the parsing.
+Prepared = tuple[list[Chunk], EmbeddingResponse | None]
 
 
 def time_limit_reason(seconds: float) -> str:

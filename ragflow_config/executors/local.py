@@ -310,7 +310,7 @@ async def _prepare(
     if model is None or len(chunks) > KnowledgeBase.write_batch:
         return chunks, None
     texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
-    return chunks, (await model(texts)).embeddings if texts else []
+    return chunks, await model(texts)
 
 
 def _prepare_sync(request: Request) -> Prepared:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from .._errors import ParserError
-from ..embedding import EmbeddingInput, EmbeddingModelBase
+from ..embedding import EmbeddingInput, EmbeddingModelBase, EmbeddingResponse
 from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
@@ -156,10 +156,16 @@ class RayTasks(StartedExecutor):
             self._embed_task.remote(model, texts[i : i + size]) for i in range(0, len(texts), size)
         ]
         try:
-            batches = await asyncio.gather(*(asyncio.wrap_future(ref.future()) for ref in refs))
+            batches: list[EmbeddingResponse] = await asyncio.gather(
+                *(asyncio.wrap_future(ref.future()) for ref in refs)
+            )
         except self._ray.exceptions.RayTaskError as exc:  # the model's own error, as raised there
             raise exc.cause from None
-        return chunks, [vector for batch in batches for vector in batch]
+        return chunks, EmbeddingResponse(
+            embeddings=[vector for batch in batches for vector in batch.embeddings],
+            cache_hits=sum(batch.cache_hits for batch in batches),
+            cache_misses=sum(batch.cache_misses for batch in batches),
+        )
 
     def shutdown(self) -> None:
         if self._connected_here:
@@ -176,5 +182,5 @@ def _prepare_in_task(
     return _prepare_sync((parser, chunker, model, data, filename))
 
 
-def _embed_in_task(model: EmbeddingModelBase, texts: Sequence[EmbeddingInput]) -> list[list[float]]:
-    return asyncio.run(model(texts)).embeddings
+def _embed_in_task(model: EmbeddingModelBase, texts: Sequence[EmbeddingInput]) -> EmbeddingResponse:
+    return asyncio.run(model(texts))

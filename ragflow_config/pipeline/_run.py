@@ -27,7 +27,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
-from ..embedding import EmbeddingCacheBase, EmbeddingModelBase, vectors_digest
+from ..embedding import (
+    EmbeddingCacheBase,
+    EmbeddingModelBase,
+    EmbeddingResponse,
+    VectorCounts,
+    vectors_digest,
+)
 from ..executors import ExecutorBase, StartedExecutor
 from ..executors.local import parse_and_chunk
 from ..message import TextBlock
@@ -140,6 +146,9 @@ class KnowledgeBaseReport:
     bytes_to_embed: int = 0
     embedding_model: str = ""
     price_per_million_tokens: float | None = None
+    #: Where the written chunks' vectors came from: the model, the stored version
+    #: (an edit re-embeds only what changed), the embedding cache.
+    vectors: VectorCounts = field(default_factory=VectorCounts)
 
     def count(self, action: Action) -> int:
         return sum(1 for change in self.changes if change.action == action)
@@ -189,6 +198,7 @@ class KnowledgeBaseReport:
             "counts": counts,
             "chunks_written": self.chunks,
             "chunks_truncated": self.truncated,
+            "vectors": self.vectors.as_dict(),
             "fingerprint_changes": self.fingerprint_changes,
             "setting_changes": [
                 {"setting": path, "old": old, "new": new} for path, old, new in self.setting_changes
@@ -482,6 +492,7 @@ async def _run_knowledge_base(
                 existing.get(doc_id),
                 processes,
                 ahead.files(),
+                report.vectors,
             )
         elif change.action == "add":
             # A dry run parses new files, as a run would, so that one the
@@ -694,7 +705,7 @@ class _Prepared:
 
     media_type: str | None
     chunks: list[Chunk]
-    vectors: list[list[float]] | None
+    embedded: EmbeddingResponse | None
     truncated: int
 
 
@@ -723,12 +734,12 @@ async def _prepare(
     # parsing; any model does when the executor has an embedding stage of its own (Ray's).
     stage = processes is not None and processes.embeds_every_model
     model = kb.embedding_model if kb.embedding_model.cpu_bound or stage else None
-    vectors: list[list[float]] | None = None
+    embedded: EmbeddingResponse | None = None
     try:
         if processes is None:
             chunks = await parse_and_chunk(parser, plan.chunker, data, file.relative)
         else:
-            chunks, vectors = await processes.prepare(
+            chunks, embedded = await processes.prepare(
                 parser, plan.chunker, model, data, file.relative, backlog=files_ahead
             )
     except ParserError as exc:
@@ -745,7 +756,7 @@ async def _prepare(
         return Change("empty", file.relative, change.document_id, "nothing to index in the file")
     texts = [chunk.content.text for chunk in chunks if isinstance(chunk.content, TextBlock)]
     truncated = kb.embedding_model.count_truncated(texts) or 0
-    return _Prepared(media_type, chunks, vectors, truncated)
+    return _Prepared(media_type, chunks, embedded, truncated)
 
 
 def _embeds(kb: KnowledgeBase, chunk: Chunk) -> bool:
@@ -775,12 +786,17 @@ async def _write(
     previous: DocumentSummary | None,
     processes: StartedExecutor | None,
     files_ahead: int,
+    counts: VectorCounts,
 ) -> Change:
-    """Write a file's new version; ``prints`` and ``settings`` describe the pipeline."""
+    """Write a file's new version; ``prints`` and ``settings`` describe the pipeline,
+    ``counts`` gains where its vectors came from."""
     prepared = await _prepare(plan, change, file, data, processes, files_ahead)
     if isinstance(prepared, Change):
         return prepared
-    media_type, chunks, vectors = prepared.media_type, prepared.chunks, prepared.vectors
+    media_type, chunks, embedded = prepared.media_type, prepared.chunks, prepared.embedded
+    vectors = None if embedded is None else embedded.embeddings
+    if embedded is not None:
+        counts.count(len(vectors or ()), embedded.cache_hits, embedded.cache_misses)
     revision = _revision(digest, prints)
     if chunks:
         # The whole state rides on chunk 0, which is written last; every chunk
@@ -825,6 +841,7 @@ async def _write(
                 document_metadata=metadata,
                 embeddings=vectors,
                 reuse=reuse,
+                counts=counts,
             )
         except UnstorableDocumentError as exc:
             return Change("failed", file.relative, change.document_id, exc.cause)

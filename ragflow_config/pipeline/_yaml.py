@@ -320,6 +320,8 @@ def _expand(text: str, path: JsonPath, locations: Locations, issues: list[Config
         return value
 
     expanded = _REFERENCE.sub(replace, text)
+    if variables:  # every reference, typed or not: `validate --check-env` lists them
+        locations.from_environment[path] = (text, expanded)
     whole = _REFERENCE.fullmatch(text)
     if whole and whole.group(0) != "$$" and expanded.strip():
         try:
@@ -328,6 +330,4 @@ def _expand(text: str, path: JsonPath, locations: Locations, issues: list[Config
             typed = None
         if isinstance(typed, (int, float, bool)):
             return typed
-    if variables:
-        locations.from_environment[path] = (text, expanded)
     return expanded

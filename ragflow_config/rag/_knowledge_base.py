@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .._errors import CollectionMismatchError
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase, vectors_digest
+from ..embedding._counts import VectorCounts
 from ..message import DataBlock, TextBlock
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
@@ -234,6 +235,7 @@ class KnowledgeBase:
         *,
         embeddings: Sequence[list[float]] | None = None,
         reuse: Mapping[str, list[float]] | None = None,
+        counts: VectorCounts | None = None,
     ) -> str:
         """Embed ``chunks`` and store them as one document; return its id.
 
@@ -262,6 +264,10 @@ class KnowledgeBase:
         for them before (an update reads them from the document's stored
         version): a text chunk found in it takes that vector, and only the
         others go to the model.
+
+        ``counts``, when given, adds where the vectors this call made came from:
+        the model, ``reuse``, the model's embedding cache (not ``embeddings``,
+        which the caller made).
         """
         document_id = document_id or uuid.uuid4().hex
         prepared = self._prepare(chunks, document_metadata or {})
@@ -280,7 +286,7 @@ class KnowledgeBase:
             for batch in batches:
                 batch_chunks = [prepared[i] for i in batch]
                 if embeddings is None:
-                    vectors = await self._embed(batch_chunks, reuse or {})
+                    vectors = await self._embed(batch_chunks, reuse or {}, counts)
                 else:
                     vectors = [embeddings[i] for i in batch]
                 # Chunks were validated when made and vectors checked above; validating
@@ -304,16 +310,27 @@ class KnowledgeBase:
         return document_id
 
     async def _embed(
-        self, chunks: list[Chunk], reuse: Mapping[str, list[float]]
+        self,
+        chunks: list[Chunk],
+        reuse: Mapping[str, list[float]],
+        counts: VectorCounts | None = None,
     ) -> list[list[float]]:
         """``chunks``' vectors: those in ``reuse`` as they are, the others from the model."""
         vectors: list[list[float] | None] = [
             reuse.get(c.content.text) if isinstance(c.content, TextBlock) else None for c in chunks
         ]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
+        if counts is not None:
+            counts.reused += len(chunks) - len(missing)
         if missing:
             response = await self._embedding_model([chunks[i].content for i in missing])
             self._check_vectors(response.embeddings, len(missing))
+            if counts is not None:  # an AgentScope model's response has no cache counts
+                counts.count(
+                    len(response.embeddings),
+                    getattr(response, "cache_hits", 0),
+                    getattr(response, "cache_misses", 0),
+                )
             for i, vector in zip(missing, response.embeddings, strict=True):
                 vectors[i] = vector
         made = [vector for vector in vectors if vector is not None]

@@ -148,7 +148,7 @@ def check_validate(run: Run, as_json: bool) -> bool:
     code, out, err = run(["validate", *(["--json"] if as_json else []), CASE])
     assert code in (0, 2), (code, out, err)  # 2: invalid, as from every command
     if as_json:
-        issues = json.loads(out)
+        issues = json.loads(out)["issues"]
         assert err == ""
         assert bool(issues) == (code == 2)
         for issue in issues:

@@ -40,7 +40,12 @@ def test_json_lists_every_issue_with_its_place(
     in_files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["validate", "--json", "bad_values.yaml", "syntax_tab.yaml"]) == 2
-    issues = json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["files"] == [
+        {"file": "bad_values.yaml", "valid": False},
+        {"file": "syntax_tab.yaml", "valid": False},
+    ]
+    issues = document["issues"]
     assert issues[:2] == [
         {
             "file": "bad_values.yaml",
@@ -67,11 +72,14 @@ def test_json_lists_every_issue_with_its_place(
     assert syntax["message"].startswith("YAML syntax: found character '\\t'")
 
 
-def test_json_of_a_valid_file_is_an_empty_list(
+def test_json_of_a_valid_file_has_no_issues(
     in_files: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["validate", "--json", "valid.yaml"]) == 0
-    assert json.loads(capsys.readouterr().out) == []
+    assert json.loads(capsys.readouterr().out) == {
+        "files": [{"file": "valid.yaml", "valid": True}],
+        "issues": [],
+    }
 
 
 def test_the_installed_script_exits_2_and_prints_the_issue(in_files: Path) -> None:

@@ -79,7 +79,7 @@ async def test_a_parser_process_leaves_a_document_of_many_batches_to_be_embedded
     parser = TextParser()
 
     small, small_vectors = await _prepare(parser, chunker, model, b"one two three", "a.txt")
-    assert small_vectors is not None and len(small_vectors) == len(small)
+    assert small_vectors is not None and len(small_vectors.embeddings) == len(small)
 
     text = " ".join(f"word{i}" for i in range(200)).encode()
     large, large_vectors = await _prepare(parser, chunker, model, text, "b.txt")

@@ -140,10 +140,12 @@ async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path:
         processes = ParserProcesses(1, [plan])
         try:
             # While the processes start, this one does their work.
-            here, vectors_here = await processes.prepare(parser, chunker, model, data, "fox.md")
+            here, made_here = await processes.prepare(parser, chunker, model, data, "fox.md")
             assert not processes.started
             assert await started(processes)
-            chunks, vectors = await processes.prepare(parser, chunker, model, data, "fox.md")
+            chunks, made = await processes.prepare(parser, chunker, model, data, "fox.md")
+            assert made is not None and made_here is not None
+            vectors, vectors_here = made.embeddings, made_here.embeddings
             # Files queued while the process works travel several to a task; a
             # parser's error reaches its own caller only, as itself.
             files = [(b"caf\xe9", "broken.txt") if i == 7 else (data, "fox.md") for i in range(20)]
@@ -155,7 +157,8 @@ async def test_parser_processes_take_over_once_started_and_embed_there(tmp_path:
                 if i == 7:
                     assert isinstance(outcome, ParserError) and "not valid utf-8" in str(outcome)
                 else:
-                    assert not isinstance(outcome, BaseException) and outcome[1] == vectors
+                    assert not isinstance(outcome, BaseException) and outcome[1] is not None
+                    assert outcome[1].embeddings == vectors
         finally:
             processes.shutdown()
     assert [c.content.text for c in chunks] == [c.content.text for c in here]
@@ -408,6 +411,7 @@ def test_the_cli_runs_searches_and_reports_json(
         "counts",
         "chunks_written",
         "chunks_truncated",
+        "vectors",
         "fingerprint_changes",
         "setting_changes",
         "deletion_guard",
@@ -592,7 +596,7 @@ async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes
         else:
             assert not isinstance(outcome, BaseException), f"{name}: {outcome!r}"
             assert [c.content.text for c in outcome[0]] == [f"text of {name}"]
-            assert outcome[1] is not None and len(outcome[1]) == 1
+            assert outcome[1] is not None and len(outcome[1].embeddings) == 1
     assert after[1] is not None  # new processes took over
     assert "a parser process died; starting new ones" in caplog.text
 
