@@ -65,9 +65,7 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int, str]]:
     return found
 
 
-def check_env(
-    capsys: pytest.CaptureFixture[str], file: Path, *flags: str
-) -> tuple[int, list[str]]:
+def check_env(capsys: pytest.CaptureFixture[str], file: Path, *flags: str) -> tuple[int, list[str]]:
     code = main(["validate", "--check-env", str(file), *flags])
     out, err = output_of(capsys)
     assert "Traceback" not in err
@@ -265,9 +263,7 @@ def test_a_pgvector_store_without_its_variable_or_its_server_fails(
 # Embedding models
 
 
-def test_a_local_model_loads_and_embeds(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_local_model_loads_and_embeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("onnxruntime", reason="the minilm extra is not installed")
     file = project(tmp_path, "{type: qdrant, parameters: {location: ':memory:'}}", "{type: minilm}")
     code, lines = check_env(capsys, file)
@@ -386,9 +382,7 @@ def test_check_env_json_gives_each_file_its_checks(
     assert checks["embedding", "embeddings.model"]["ok"] is True
 
 
-def test_an_invalid_file_is_not_checked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_invalid_file_is_not_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     file = project(tmp_path, "{type: qdrant, parameters: {path: store, nope: 1}}")
     assert main(["validate", "--check-env", str(file)]) == 2
     out, err = output_of(capsys)
