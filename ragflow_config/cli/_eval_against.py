@@ -28,6 +28,7 @@ def eval_against(args: argparse.Namespace) -> int:
         format_table,
         metric_label,
     )
+    from ..evaluation._html import EXPLAINED_HITS, Run, Section, html_report
     from ..pipeline import Pipeline
 
     markdown = args.format == "markdown"
@@ -43,7 +44,8 @@ def eval_against(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     file = args.files[0]
     try:
-        report = asyncio.run(evaluate_against(file, args.against, args.kb))
+        explain = EXPLAINED_HITS if args.html else 0
+        report = asyncio.run(evaluate_against(file, args.against, args.kb, explain=explain))
     except AgainstError as exc:
         print_error(str(exc), args.json)
         return EXIT_USAGE
@@ -56,6 +58,7 @@ def eval_against(args: argparse.Namespace) -> int:
     }
 
     failures: list[str] = []
+    sections: list[Section] = []
     results: dict[str, Any] = {}
     comparisons: dict[str, Any] = {}
     blocks: list[str] = []
@@ -69,6 +72,8 @@ def eval_against(args: argparse.Namespace) -> int:
             f"{HEAD_LABEL}: {name}: {miss}" for miss in check_thresholds(head, thresholds[name])
         ]
         base = report.base.get(name)
+        runs = [Run(base_label, base)] if base else []
+        sections.append(Section(name, [*runs, Run(HEAD_LABEL, head)], report.queries[name]))
         results[name] = {"base": base.as_dict() if base else None, "working_tree": head.as_dict()}
         if base is None:
             new = f"not in {version.ref}: nothing to compare with"
@@ -97,6 +102,8 @@ def eval_against(args: argparse.Namespace) -> int:
         else:
             title = f"{name}: {base_label} against the {HEAD_LABEL}"
             blocks.append(f"{title}\n{format_comparison(base, head, version.ref, HEAD_LABEL)}")
+    if args.html:
+        args.html.write_text(html_report(sections), encoding="utf-8")
     if args.json:
         print_json(
             {

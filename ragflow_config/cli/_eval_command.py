@@ -13,6 +13,7 @@ from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, print_json
 from ._parser import Commands
 
 if TYPE_CHECKING:  # the handler imports the pipeline: the CLI starts without it
+    from ..evaluation import JudgedQuery
     from ..pipeline import Pipeline
     from ..pipeline._spec import EvaluationSpec
 
@@ -37,6 +38,14 @@ def register(commands: Commands) -> None:
         "working tree's judged queries",
     )
     evaluate.add_argument(
+        "--html",
+        type=Path,
+        metavar="REPORT",
+        help="also write REPORT, one self-contained HTML file: the metric table, a chart of "
+        "each query's ndcg (its change, with two files), where the relevant sources landed, "
+        "and the worst queries' top hits with their explain",
+    )
+    evaluate.add_argument(
         "--format",
         choices=("text", "markdown"),
         default="text",
@@ -59,6 +68,7 @@ def _eval(args: argparse.Namespace) -> int:
         format_table,
         load_queries,
     )
+    from ..evaluation._html import EXPLAINED_HITS, Run, Section, html_report
     from ..pipeline import Pipeline
 
     if len(args.files) > 2:
@@ -73,11 +83,9 @@ def _eval(args: argparse.Namespace) -> int:
     if not names:
         raise UsageError(f"{args.files[0]}: no knowledge base with an `evaluation` block")
 
-    async def measure(pipeline: Pipeline, name: str, spec: EvaluationSpec) -> Any:
-        queries = load_queries(
-            first.path.parent / spec.queries,
-            first.path.parent / spec.topics if spec.topics else None,
-        )
+    async def measure(
+        pipeline: Pipeline, name: str, spec: EvaluationSpec, queries: list[JudgedQuery]
+    ) -> Any:
         async with pipeline.build([name]) as built:
             knowledge_base = built.knowledge_base(name)
             if not await knowledge_base.list_documents():
@@ -85,16 +93,26 @@ def _eval(args: argparse.Namespace) -> int:
                     f"{pipeline.path.name}: knowledge base {name!r} holds no documents; "
                     f"index it first: ragflow-config run {pipeline.path}"
                 )
-            return await evaluate(knowledge_base, queries, spec.k)
+            return await evaluate(
+                knowledge_base, queries, spec.k, explain=EXPLAINED_HITS if args.html else 0
+            )
 
     failures: list[str] = []
+    sections: list[Section] = []
     output: dict[str, Any] = {}
     comparisons: dict[str, Any] = {}
     for name in names:
         spec = next(kb.evaluation for kb in first.spec.knowledge_bases if kb.name == name)
         assert spec is not None
-        results = [asyncio.run(measure(p, name, spec)) for p in pipelines]
+        queries = load_queries(
+            first.path.parent / spec.queries,
+            first.path.parent / spec.topics if spec.topics else None,
+        )
+        results = [asyncio.run(measure(p, name, spec, queries)) for p in pipelines]
         labels = [str(file) for file in args.files]
+        sections.append(
+            Section(name, [Run(*run) for run in zip(labels, results, strict=True)], queries)
+        )
         for label, result, pipeline in zip(labels, results, pipelines, strict=True):
             own = next(kb.evaluation for kb in pipeline.spec.knowledge_bases if kb.name == name)
             thresholds = (own or spec).thresholds
@@ -122,6 +140,8 @@ def _eval(args: argparse.Namespace) -> int:
             else:
                 print(format_comparison(results[0], results[1], labels[0], labels[1]))
             print()
+    if args.html:
+        args.html.write_text(html_report(sections), encoding="utf-8")
     if args.json:
         document: dict[str, Any] = {"results": output, "failures": failures}
         if comparisons:

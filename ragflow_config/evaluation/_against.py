@@ -101,6 +101,8 @@ class AgainstReport:
     head: dict[str, EvaluationResult]
     # Side ("base", "head") -> knowledge base -> the collection it was evaluated in.
     collections: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Knowledge base -> the working tree's judged queries both sides were measured on.
+    queries: dict[str, list[JudgedQuery]] = field(default_factory=dict)
 
 
 def locate(file: str | Path, ref: str) -> GitVersion:
@@ -262,11 +264,13 @@ async def evaluate_against(
     *,
     registry: Registry | None = None,
     workers: int | None = None,
+    explain: int = 0,
 ) -> AgainstReport:
     """Index and measure ``file`` as it is at ``ref`` and in the working tree (module docstring).
 
     ``only`` narrows the knowledge bases (those of the working-tree file with
-    an ``evaluation`` block). Raises :class:`AgainstError` when the ref or the file
+    an ``evaluation`` block). ``explain`` keeps each query's first hits with
+    their explain (``evaluate``). Raises :class:`AgainstError` when the ref or the file
     at it cannot be found, ``ConfigError`` when either version is invalid.
     """
     registry = registry or default_registry()
@@ -291,7 +295,7 @@ async def evaluate_against(
         cache = cache.model_copy(update={"path": str(folder)})
     run_tag = secrets.token_hex(3)
     head_digest = hashlib.sha256(head.path.read_bytes()).hexdigest()[:8]
-    report = AgainstReport(version, {}, {})
+    report = AgainstReport(version, {}, {}, queries={n: q for n, (q, _) in queries.items()})
     with tempfile.TemporaryDirectory(prefix="ragflow-eval-", ignore_cleanup_errors=True) as tmp:
         temporary = Path(tmp).resolve()
         base_file = materialise(version, temporary / "checkout")
@@ -327,7 +331,7 @@ async def evaluate_against(
             logger.info("indexing %s into %s", label, ", ".join(report.collections[side].values()))
             with _named_at(version) if side == "base" else contextlib.nullcontext():
                 results = await _index_and_measure(
-                    replace(loaded, spec=spec), registry, wanted, queries, workers, label
+                    replace(loaded, spec=spec), registry, wanted, queries, workers, label, explain
                 )
             (report.base if side == "base" else report.head).update(results)
     return report
@@ -351,6 +355,7 @@ async def _index_and_measure(
     queries: dict[str, tuple[list[JudgedQuery], int]],
     workers: int | None,
     label: str,
+    explain: int,
 ) -> dict[str, EvaluationResult]:
     """Index ``names`` into their (new) collections, measure them, then drop the collections.
 
@@ -369,7 +374,8 @@ async def _index_and_measure(
                         f"(on_error: fail): {kb_report.aborted}"
                     )
             return {
-                name: await evaluate(built.knowledge_base(name), *queries[name]) for name in names
+                name: await evaluate(built.knowledge_base(name), *queries[name], explain=explain)
+                for name in names
             }
         finally:
             for name in names:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ..rag import KnowledgeBase
+from ..rag import KnowledgeBase, VectorSearchResult
+from ..rag._explain import ExplainedHit
 from ._metrics import average_precision, mean_metrics, score_ranking
 from ._queries import JudgedQuery
 from ._ranking import rank_sources
@@ -27,6 +28,7 @@ async def evaluate(
     *,
     concurrency: int = 4,
     depth: int = DEPTH,
+    explain: int = 0,
 ) -> EvaluationResult:
     """Search with every query and score its ranking of distinct sources against its judgements.
 
@@ -34,6 +36,9 @@ async def evaluate(
     ``4 * k`` hits, the search an agent makes, so a hybrid search fuses the
     candidates it would fuse for the agent. ``map_uncut`` reads the first
     ``depth`` sources of a second, deep search (when ``depth > k``).
+
+    ``explain`` keeps the first that many hits of each query's search with
+    their explain (``EvaluationResult.explained``); the search is the same.
 
     Queries run ``concurrency`` at a time; the first failure (an unreachable
     store, a failing embedding model) cancels the others and propagates.
@@ -45,11 +50,16 @@ async def evaluate(
     if not queries:
         raise ValueError("no queries to evaluate")
     limit = asyncio.Semaphore(concurrency)
+    explained: dict[str, list[ExplainedHit]] = {}
 
     async def run(query: JudgedQuery) -> QueryResult:
         async with limit:
-            ranking = await _ranking(knowledge_base, query, k)
-            whole = await _ranking(knowledge_base, query, depth) if depth > k else ranking
+            ranking, hits = await _ranking(knowledge_base, query, k, explain=explain > 0)
+            if explain:
+                explained[query.id] = [hit for hit in hits if isinstance(hit, ExplainedHit)][
+                    :explain
+                ]
+            whole = (await _ranking(knowledge_base, query, depth))[0] if depth > k else ranking
         judged = [judgement.grade for judgement in query.relevant]
         metrics = score_ranking([entry.grade for entry in ranking], judged, k)
         metrics["map_uncut"] = average_precision([entry.grade for entry in whole], len(judged))
@@ -70,17 +80,23 @@ async def evaluate(
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     return EvaluationResult(
-        k=k, queries=list(rows), metrics=mean_metrics([r.metrics for r in rows])
+        k=k,
+        queries=list(rows),
+        metrics=mean_metrics([r.metrics for r in rows]),
+        explained={row.id: explained[row.id] for row in rows if row.id in explained},
     )
 
 
-async def _ranking(knowledge_base: KnowledgeBase, query: JudgedQuery, n: int) -> list[RankedSource]:
-    """Ask for more hits until ``n`` sources are ranked or the knowledge base runs out."""
+async def _ranking(
+    knowledge_base: KnowledgeBase, query: JudgedQuery, n: int, *, explain: bool = False
+) -> tuple[list[RankedSource], list[VectorSearchResult]]:
+    """Ask for more hits until ``n`` sources are ranked or the knowledge base runs out;
+    the ranking and the hits it was read from."""
     most = max(_MAX_HITS, _HITS_PER_SOURCE * n)
     wanted = min(_HITS_PER_SOURCE * n, most)
     while True:
-        hits = await knowledge_base.search([query.query], top_k=wanted)
+        hits = await knowledge_base.search([query.query], top_k=wanted, explain=explain)
         ranking = rank_sources(hits, query.relevant, n)
         if len(ranking) == n or len(hits) < wanted or wanted == most:
-            return ranking
+            return ranking, hits
         wanted = min(wanted * _HITS_PER_SOURCE, most)

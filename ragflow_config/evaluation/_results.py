@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..rag._explain import ExplainedHit
 
 
 @dataclass(frozen=True)
@@ -28,11 +31,17 @@ class QueryResult:
 
 @dataclass(frozen=True)
 class EvaluationResult:
-    """Per-query rows and their macro-averaged ``metrics`` (keys: ``METRICS``)."""
+    """Per-query rows and their macro-averaged ``metrics`` (keys: ``METRICS``).
+
+    ``explained`` holds, by query id, the first hits of each query's search
+    with their explain, when the evaluation was asked to keep them (an HTML
+    report shows them); it is no part of ``as_dict``.
+    """
 
     k: int
     queries: list[QueryResult]
     metrics: dict[str, float]
+    explained: dict[str, list[ExplainedHit]] = field(default_factory=dict)
 
     @property
     def query_count(self) -> int:
