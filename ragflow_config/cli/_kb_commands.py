@@ -36,7 +36,11 @@ def register(commands: Commands) -> None:
         help="only chunks whose metadata KEY (dots nest: org.team) equals VALUE (a JSON "
         "scalar, else a string); within the knowledge base's own metadata_filter; repeatable",
     )
-    search.add_argument("--json", action="store_true", help="print the hits as JSON")
+    search.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"knowledge_base": KB, "hits": [...]}, as the HTTP API answers',
+    )
     search.add_argument(
         "--explain",
         action="store_true",
@@ -46,11 +50,18 @@ def register(commands: Commands) -> None:
 
     listing = commands.add("list", _list, "list the documents of a knowledge base")
     _file_and_kb(listing)
-    listing.add_argument("--json", action="store_true", help="print the documents as JSON")
+    listing.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"knowledge_base": KB, "total": N, "documents": [...]}',
+    )
 
     delete = commands.add("delete", _delete, "delete one document from a knowledge base")
     _file_and_kb(delete)
     delete.add_argument("document_id", metavar="DOCUMENT_ID", help="as `list` shows it")
+    delete.add_argument(
+        "--json", action="store_true", help='print {"knowledge_base": KB, "deleted": ID}'
+    )
 
     reset = commands.add(
         "reset",
@@ -61,6 +72,11 @@ def register(commands: Commands) -> None:
     )
     _file_and_kb(reset)
     reset.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    reset.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"knowledge_base": KB, "collection_dropped": true|false}',
+    )
 
     back = commands.add(
         "rollback",
@@ -129,7 +145,9 @@ def _search(args: argparse.Namespace) -> int:
                 explain=args.explain,
             )
         if args.json:
-            print_json([hit.model_dump(mode="json") for hit in hits])
+            print_json(
+                {"knowledge_base": args.kb, "hits": [h.model_dump(mode="json") for h in hits]}
+            )
             return EXIT_OK
         if not hits:
             print("no results")
@@ -165,7 +183,13 @@ def _list(args: argparse.Namespace) -> int:
             collections = await _collections(kb)
         documents.sort(key=lambda d: d.source)
         if args.json:
-            print_json([d.model_dump(mode="json") for d in documents])
+            print_json(
+                {
+                    "knowledge_base": args.kb,
+                    "total": len(documents),
+                    "documents": [d.model_dump(mode="json") for d in documents],
+                }
+            )
         else:
             if collections:
                 print(f"collections: {collections}")
@@ -191,11 +215,14 @@ def _delete(args: argparse.Namespace) -> int:
                 print_error(
                     f"nothing deleted: {args.kb} has no document {args.document_id}"
                     + (" within its metadata_filter" if kb.metadata_filter else ""),
-                    as_json=False,
+                    as_json=args.json,
                 )
                 return EXIT_FINDINGS  # what the store holds, not the command line, is at odds
             await kb.delete_document(args.document_id)
-        print(f"deleted {args.document_id} from {args.kb}")
+        if args.json:
+            print_json({"knowledge_base": args.kb, "deleted": args.document_id})
+        else:
+            print(f"deleted {args.document_id} from {args.kb}")
         return EXIT_OK
 
     return asyncio.run(delete())
@@ -211,13 +238,21 @@ def _reset(args: argparse.Namespace) -> int:
     if not args.yes:
         if not sys.stdin.isatty():
             raise UsageError(f"reset deletes {what}; pass --yes to confirm")
-        if input(f"Delete {what}? [y/N] ").strip().lower() not in ("y", "yes"):
-            print("nothing deleted")
+        # The question goes to stderr under --json: stdout holds one JSON document.
+        print(f"Delete {what}? [y/N] ", end="", flush=True, file=sys.stderr if args.json else None)
+        if input().strip().lower() not in ("y", "yes"):
+            if args.json:
+                print_error("nothing deleted", as_json=True)
+            else:
+                print("nothing deleted")
             return EXIT_FINDINGS  # declined: not done, though nothing was wrong with the command
 
     async def reset() -> int:
         async with pipeline.build([args.kb]) as built:
             dropped = await built.knowledge_base(args.kb).clear()
+        if args.json:
+            print_json({"knowledge_base": args.kb, "collection_dropped": dropped})
+            return EXIT_OK
         print(
             f"reset {args.kb}: "
             + ("collection dropped" if dropped else "documents deleted; other scopes' remain")

@@ -37,7 +37,7 @@ class Cli:
     def documents(self, kb: str = "docs") -> dict[str, int]:
         """Chunk count by source, as `list --json` shows them."""
         assert self("list", kb, "--json") == EXIT_OK
-        return {d["source"]: d["chunk_count"] for d in json.loads(self.out)}
+        return {d["source"]: d["chunk_count"] for d in json.loads(self.out)["documents"]}
 
 
 @pytest.fixture
@@ -191,7 +191,7 @@ def test_kb_limits_run_plan_and_verify_to_the_named_knowledge_base(
 def test_list_shows_each_document_and_delete_removes_one(cli: Cli) -> None:
     assert cli("run") == EXIT_OK
     assert cli("list", "docs", "--json") == EXIT_OK
-    listed = json.loads(cli.out)
+    listed = json.loads(cli.out)["documents"]
     assert sorted(d["source"] for d in listed) == sorted(GOOD)
 
     assert cli("list", "docs") == EXIT_OK

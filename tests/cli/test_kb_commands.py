@@ -60,17 +60,17 @@ def test_search_filter_narrows_by_metadata_and_nests_with_dots(
 
     query = ["search", str(pipeline), "notes", "apples", "--top-k", "10", "--json"]
     assert main([*query, "--filter", "colour=blue"]) == 0
-    hits = json.loads(output_of(capsys)[0])
+    hits = json.loads(output_of(capsys)[0])["hits"]
     assert len(hits) == 3 and {h["chunk"]["metadata"]["colour"] for h in hits} == {"blue"}
 
     assert main([*query, "--filter", "shade.depth=1"]) == 0  # a JSON number, nested
-    assert {h["chunk"]["source"] for h in json.loads(output_of(capsys)[0])} == {
+    assert {h["chunk"]["source"] for h in json.loads(output_of(capsys)[0])["hits"]} == {
         "red0.md",
         "red1.md",
         "red2.md",
     }
     assert main([*query, "--filter", "colour=blue", "--filter", "shade.depth=1"]) == 0
-    assert json.loads(output_of(capsys)[0]) == []
+    assert json.loads(output_of(capsys)[0]) == {"knowledge_base": "notes", "hits": []}
 
     assert main([*query, "--filter", "colour"]) == 2  # usage
     assert json.loads(output_of(capsys)[0]) == {

@@ -27,7 +27,7 @@ def reset_answering(pipeline: Path, kb: str, answer: str, monkeypatch: pytest.Mo
 def documents(pipeline: Path, kb: str, capsys: pytest.CaptureFixture[str]) -> int:
     output_of(capsys)
     assert main(["list", str(pipeline), kb, "--json"]) == 0
-    return len(json.loads(output_of(capsys)[0]))
+    return int(json.loads(output_of(capsys)[0])["total"])
 
 
 def test_reset_on_a_terminal_deletes_only_on_y_or_yes_in_any_case(

@@ -94,7 +94,7 @@ def test_search_prints_and_the_hint_cites_the_heading_path(
     assert capsys.readouterr().out.splitlines()[0].endswith("guide.md  (chunk 1)  Guide > Install")
 
     assert main(["search", path, "docs", "ferret tool", "--top-k", "1", "--json"]) == 0
-    [hit] = json.loads(capsys.readouterr().out)
+    [hit] = json.loads(capsys.readouterr().out)["hits"]
     assert hit["chunk"]["metadata"]["headings"] == ["Guide", "Install"]
 
     [block] = format_results([VectorSearchResult.model_validate(hit)])

@@ -40,7 +40,8 @@ def tenant(root: Path, name: str, files: dict[str, str]) -> Path:
 def listing(pipeline: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
     capsys.readouterr()
     assert main(["list", str(pipeline), "handbook", "--json"]) == 0
-    return {d["source"]: d["document_id"] for d in json.loads(capsys.readouterr().out)}
+    listed = json.loads(capsys.readouterr().out)["documents"]
+    return {d["source"]: d["document_id"] for d in listed}
 
 
 def test_two_tenants_with_the_same_paths_keep_their_own_documents(
@@ -58,7 +59,7 @@ def test_two_tenants_with_the_same_paths_keep_their_own_documents(
     assert main(["plan", str(a)]) == 0  # in sync: b's runs took nothing back
     capsys.readouterr()
     assert main(["search", str(a), "handbook", "policy", "--top-k", "20", "--json"]) == 0
-    texts = [hit["chunk"]["content"]["text"] for hit in json.loads(capsys.readouterr().out)]
+    texts = [hit["chunk"]["content"]["text"] for hit in json.loads(capsys.readouterr().out)["hits"]]
     assert len(texts) == 11 and not any("Tenant b" in text for text in texts)
 
 
