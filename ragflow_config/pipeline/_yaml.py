@@ -15,6 +15,7 @@ from ruamel.yaml.nodes import MappingNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from .._errors import ConfigIssue, format_path
+from ._syntax import syntax_issue
 
 JsonPath = tuple[str | int, ...]
 
@@ -74,13 +75,7 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
     try:
         document = YAML(typ="rt", pure=True).load(text)
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        message = f"YAML syntax: {_plain_words(exc, text) or _syntax_message(exc)}"
-        if _unquoted_reference(text, exc):
-            # Inside `{...}`, a `{` opens a mapping: ${VAR} there must be quoted.
-            message += '; quote a ${VAR} inside a {...} mapping: path: "${VAR}"'
-        return None, locations, [ConfigIssue(display_name, line, column, "", message)]
+        return None, locations, [syntax_issue(display_name, text, exc)]
     except ReaderError as exc:  # a character YAML does not allow: a NUL, a control character
         return None, locations, [_reader_issue(display_name, text, exc)]
     except YAMLError as exc:
@@ -98,25 +93,6 @@ def load_yaml(path: Path, display_name: str) -> tuple[Any, Locations, list[Confi
     issues: list[ConfigIssue] = []
     data = _plain(document, (), locations, issues)
     return data, locations, issues
-
-
-_UNQUOTED_REFERENCE = re.compile(r"""(?<!["'$])\$\{""")
-
-
-def _unquoted_reference(text: str, exc: MarkedYAMLError) -> bool:
-    """Whether the lines of the error, or of what it was parsing, hold an unquoted ``${``.
-
-    A mark may lie past the last line: a file that ends inside ``{...}`` fails
-    at the end of the stream, on the line after its last newline.
-    """
-    lines = text.splitlines()
-    marks = (exc.problem_mark, exc.context_mark)
-    return any(
-        mark is not None
-        and 0 <= mark.line < len(lines)
-        and _UNQUOTED_REFERENCE.search(lines[mark.line]) is not None
-        for mark in marks
-    )
 
 
 def _unhashable_key(text: str) -> tuple[int, int]:
@@ -150,96 +126,6 @@ def _reader_issue(display_name: str, text: str, exc: ReaderError) -> ConfigIssue
     what = f"#x{character:04x}" if isinstance(character, int) else repr(character)
     message = f"YAML syntax: unacceptable character {what}: {exc.reason}"
     return ConfigIssue(display_name, line, column, "", message)
-
-
-_CLOSERS = {"flow mapping": ("{...}", "}"), "flow sequence": ("[...]", "]")}
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _deeper_than_above(lines: list[str], number: int) -> str:
-    """ "line 2 is indented 2 spaces, more than line 1 (0)" when line ``number`` (1-based)
-    is indented deeper than the line above it that holds something: read as a
-    continuation of that line's value, its ``key:`` is a ': ' inside a value."""
-    if not 1 <= number <= len(lines):
-        return ""
-    here = _indent(lines[number - 1])
-    for above in range(number - 1, 0, -1):
-        line = lines[above - 1]
-        if line.strip() and not line.lstrip().startswith("#"):
-            there = _indent(line)
-            if here <= there:
-                return ""
-            return f"line {number} is indented {here} spaces, more than line {above} ({there})"
-    return ""
-
-
-def _plain_words(exc: MarkedYAMLError, text: str) -> str | None:
-    """The common syntax errors said in a pipeline author's words, or None for the others.
-
-    ruamel speaks of its parser's states ("expected <block end>, but found
-    '<block mapping start>'"); what went wrong is nearly always indentation,
-    a missing ':' or an unclosed quote or bracket.
-    """
-    problem, context = exc.problem or "", exc.context or ""
-    mark, opened = exc.problem_mark, exc.context_mark
-    line = mark.line + 1 if mark else 0
-    start = f"line {opened.line + 1}, column {opened.column + 1}" if opened else "above"
-    lines = text.splitlines()
-    same_column = "the keys of one mapping, and the items of one list, start in the same column"
-    if problem.startswith("expected <block end>") and opened is not None:
-        kind, parts = ("mapping", "keys") if "mapping" in context else ("list", "items")
-        here = _indent(lines[line - 1]) if 1 <= line <= len(lines) else opened.column
-        begun = opened.line + 1
-        if problem.endswith("found '-'") and here == opened.column:
-            return f"line {line} starts a list item ('-') where the mapping from line {begun} expects a key"
-        if here != opened.column:
-            return (
-                f"line {line} is indented {here} spaces, which lines up with no block above it: "
-                f"the {parts} of the {kind} from line {begun} are indented {opened.column}"
-            )
-        return f"line {line} does not continue the {kind} from line {begun}: {same_column}"
-    if problem == "mapping values are not allowed here":
-        indented = _deeper_than_above(lines, line)
-        if indented:
-            return f"{indented}: {same_column}"
-        return (
-            f"a ': ' on line {line} where no key may start: quote a value that holds ': ', "
-            "or put the key on a line of its own"
-        )
-    if problem == "could not find expected ':'":
-        return (
-            f"the key at {start} has no ':' after it (write key: value), "
-            "or a quoted string there is not closed"
-        )
-    if problem == "found unexpected end of stream" and "quoted scalar" in context:
-        return f"the file ends inside the quoted string that opens at {start}: close its quote"
-    for kind, (brackets, closer) in _CLOSERS.items():
-        if kind in context and problem.startswith("expected ','"):
-            if problem.endswith("'<stream end>'"):
-                return f"the file ends inside the {brackets} that opens at {start}: close it with '{closer}'"
-            return (
-                f"the {brackets} that opens at {start} is not closed where line {line} goes on: "
-                f"close it with '{closer}', and quote a value that holds ', ' or ': '"
-            )
-    if problem.startswith("found undefined alias"):
-        name = problem.rpartition(" ")[2].strip("'")
-        return f"*{name} refers to no anchor &{name} defined above it"
-    return None
-
-
-def _syntax_message(exc: MarkedYAMLError) -> str:
-    """ruamel's problem first, then what it was parsing and where that started."""
-    message = exc.problem or exc.context or "invalid YAML"
-    if "'\\t'" in message:
-        message += "; indent with spaces, not tabs"
-    if exc.problem and exc.context:
-        mark = exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        message += f" ({exc.context}{where})"
-    return message
 
 
 def _positions(node: CommentedMap, key: Any) -> tuple[int, int, int, int]:

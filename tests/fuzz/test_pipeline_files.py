@@ -218,9 +218,10 @@ def test_a_file_ending_inside_an_unclosed_flow_mapping_gives_file_and_line(
     write(folder, UNCLOSED_FLOW)
     code, _, err = cli(["validate", CASE])
     assert code == 2
+    # Reported where the mapping opens, the place to close it from, not at the end of the file.
     assert err == (
-        f"{CASE}:5:1: YAML syntax: the file ends inside the {{...}} that opens at line 4, "
-        "column 47: close it with '}'\n"
+        f"{CASE}:4:47: YAML syntax: the {{...}} that opens here is never closed (the file ends "
+        "inside it): close it with '}'\n"
     )
 
 

@@ -1,4 +1,7 @@
-"""Reading pipeline files: YAML syntax, the shape of the document, ``${VAR}`` references."""
+"""Reading pipeline files: the shape of the document, ``${VAR}`` references.
+
+Syntax errors have their own table: test_syntax_errors.py.
+"""
 
 from __future__ import annotations
 
@@ -10,31 +13,6 @@ from ragflow_config import ConfigError
 from ragflow_config.pipeline import Pipeline
 
 from .conftest import Check
-
-
-def test_an_unclosed_flow_sequence_points_at_where_yaml_noticed_and_where_it_opened(
-    check: Check,
-) -> None:
-    assert check("syntax_unclosed_flow.yaml") == [
-        "syntax_unclosed_flow.yaml:5:5: YAML syntax: the [...] that opens at line 4, column 14 "
-        "is not closed where line 5 goes on: close it with ']', and quote a value that holds "
-        "', ' or ': '"
-    ]
-
-
-def test_a_tab_in_the_indentation_points_at_its_line(check: Check) -> None:
-    assert check("syntax_tab.yaml") == [
-        "syntax_tab.yaml:4:1: YAML syntax: found character '\\t' that cannot start any token; "
-        "indent with spaces, not tabs (while scanning for the next token)"
-    ]
-
-
-def test_a_key_indented_wrongly_points_at_its_line(check: Check) -> None:
-    assert check("syntax_indentation.yaml") == [
-        # In plain words, not ruamel's ("expected <block end>, but found '<block mapping start>'").
-        "syntax_indentation.yaml:5:4: YAML syntax: line 5 is indented 3 spaces, which lines up "
-        "with no block above it: the items of the list from line 3 are indented 2"
-    ]
 
 
 @pytest.mark.parametrize("name", ["empty.yaml", "comments_only.yaml"])
@@ -149,73 +127,3 @@ class TestEnvironmentReferences:
         with pytest.raises(ConfigError) as raised:
             Pipeline.load("environment_secret_value.yaml")
         assert "hunter2" not in str(raised.value)
-
-
-BLOCK = """\
-version: 1
-embeddings:
-  model: {type: hashing}
-knowledge_bases:
-  - name: docs
-    sources:
-      - path: corpus
-    chunker:
-      type: approx_token
-    embedding: model
-"""
-
-
-@pytest.mark.parametrize(
-    ("edit", "message"),
-    [
-        (
-            ("    embedding: model", "   embedding: model"),
-            "10:4: YAML syntax: line 10 is indented 3 spaces, which lines up with no block above "
-            "it: the items of the list from line 5 are indented 2",
-        ),
-        (
-            ("    embedding: model", "     embedding: model"),
-            "10:6: YAML syntax: line 10 is indented 5 spaces, which lines up with no block above "
-            "it: the keys of the mapping from line 5 are indented 4",
-        ),
-        (
-            ("knowledge_bases:", "embeddings2:\n  a: 1\n- x\nknowledge_bases:"),
-            "6:1: YAML syntax: line 6 starts a list item ('-') where the mapping from line 1 "
-            "expects a key",
-        ),
-        (
-            ("version: 1", "version: 1\n  extra: 2"),
-            "2:8: YAML syntax: line 2 is indented 2 spaces, more than line 1 (0): the keys of one "
-            "mapping, and the items of one list, start in the same column",
-        ),
-        (
-            ("    embedding: model", "    embedding: a: b"),
-            "10:17: YAML syntax: a ': ' on line 10 where no key may start: quote a value that "
-            "holds ': ', or put the key on a line of its own",
-        ),
-        (
-            ("    embedding: model", "    embedding model\n    collection: c"),
-            "11:5: YAML syntax: the key at line 10, column 5 has no ':' after it (write key: "
-            "value), or a quoted string there is not closed",
-        ),
-        (
-            ("{type: hashing}", '{type: "hashing}'),
-            "11:1: YAML syntax: the file ends inside the quoted string that opens at line 3, "
-            "column 17: close its quote",
-        ),
-        (
-            ("embedding: model", "embedding: *model"),
-            "10:16: YAML syntax: *model refers to no anchor &model defined above it",
-        ),
-    ],
-)
-def test_syntax_errors_are_said_in_plain_words_with_the_indentation_that_differs(
-    check: Check, tmp_path: Path, edit: tuple[str, str], message: str
-) -> None:
-    old, new = edit
-    assert old in BLOCK
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(BLOCK.replace(old, new, 1), encoding="utf-8")
-    [issue] = check(str(path))
-    assert issue.endswith("pipeline.yaml:" + message), issue
-    assert "<block" not in issue and "\n" not in issue
