@@ -187,7 +187,7 @@ def test_the_parsers_the_ocr_and_the_extras_follow_the_files(
     assert f"#   {install_line({'documents', 'minilm', 'qdrant', 'rag'})}\n" in text
 
 
-def test_plain_text_gets_the_token_chunker_and_no_parser_it_does_not_need(
+def test_plain_text_gets_the_recursive_chunker_and_no_parser_it_does_not_need(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "notes").mkdir()
@@ -195,7 +195,7 @@ def test_plain_text_gets_the_token_chunker_and_no_parser_it_does_not_need(
     assert cli(capsys, "init", str(tmp_path / "notes"), "-o", str(tmp_path / "p.yaml"))[0] == 0
     [kb] = yaml.safe_load((tmp_path / "p.yaml").read_text())["knowledge_bases"]
     assert kb["parsers"] == [{"type": "text"}]
-    assert kb["chunker"]["type"] == "token"
+    assert kb["chunker"]["type"] == "recursive"
     assert kb["sources"] == [{"path": "notes", "include": ["*.txt"]}]
 
 
@@ -256,3 +256,15 @@ def test_every_store_and_model_validates_and_keeps_secrets_in_the_environment(
 def test_the_command_line_offers_what_init_knows() -> None:
     assert _init_command.STORE_CHOICES == STORES
     assert _init_command.MODEL_CHOICES == MODELS
+
+
+def test_a_folder_outside_the_files_folder_is_allowed_explicitly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a" / "docs").mkdir(parents=True)
+    (tmp_path / "a" / "docs" / "a.md").write_text("# A\n\nText.\n")
+    pipeline = tmp_path / "b" / "p.yaml"
+    assert cli(capsys, "init", str(tmp_path / "a" / "docs"), "-o", str(pipeline))[0] == EXIT_OK
+    [kb] = yaml.safe_load(pipeline.read_text())["knowledge_bases"]
+    assert kb["sources"] == [{"path": "../a/docs", "include": ["*.md"], "allow_outside": True}]
+    assert cli(capsys, "validate", str(pipeline))[0] == EXIT_OK

@@ -127,7 +127,7 @@ def choose(found: FolderSurvey, store: Store, model: Model, registry: Registry) 
     # types it reads), the earlier, so `text`, which reads most, comes last.
     order = sorted(by_parser, key=lambda name: (_breadth(name, registry), name))
     parsers = [_parser_block(name, by_parser[name], found, choice, registry) for name in order]
-    chunker_type = "heading" if _HEADED & set(order) else "token"
+    chunker_type = "heading" if _HEADED & set(order) else "recursive"
     chunker = Block(
         chunker_type,
         {"chunk_size": choice.chunk_size, "overlap": 32},
