@@ -79,6 +79,11 @@ class UnsupportedInputError(RagflowError, TypeError, ValueError):
     """
 
 
+class MixedLibrariesError(RagflowError, TypeError):
+    """An object of AgentScope's reached this library where ours is needed, or one of ours
+    reached AgentScope's code. The message names both libraries and the way across."""
+
+
 class VectorStoreError(RagflowError):
     """A vector store is unreachable, timed out, or rejected an operation.
 

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from .._component import Component, ComponentParameters
 from .._errors import EmbeddingError, UnsupportedInputError
+from .._foreign import converted
 from ..message import DataBlock, TextBlock
 from ..message._blocks import _new_id, _now
 from ._cache import EmbeddingCacheBase
@@ -220,7 +221,9 @@ class EmbeddingModelBase(Component):
         return EmbeddingResponse(embeddings=await self.embed_batch(inputs))
 
     async def __call__(self, inputs: Sequence[EmbeddingInput]) -> EmbeddingResponse:
-        items = [item.text if isinstance(item, TextBlock) else item for item in inputs]
+        # AgentScope's blocks (its KnowledgeBase calls this with them) convert losslessly.
+        blocks = [converted(item, TextBlock, DataBlock) for item in inputs]
+        items = [item.text if isinstance(item, TextBlock) else item for item in blocks]
         if not items:  # nothing sent: no time, no tokens (AgentScope reports the same)
             return EmbeddingResponse(embeddings=[], usage=EmbeddingUsage(time=0, tokens=0))
         if not all(map(self.can_embed, items)):

@@ -6,6 +6,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING, Any
 
 from .._component import Component
+from .._foreign import refuse_agentscope_callers
 from ..tool import ToolBase
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class MiddlewareBase(Component):
         """Tools this middleware offers; register them in the agent's ``Toolkit``."""
         return []
 
+    @refuse_agentscope_callers  # AgentScope's Agent asks it first: ours cannot run there
     def is_implemented(self, hook_name: str) -> bool:
         """Whether this middleware's class overrides the hook ``hook_name`` (AgentScope's test)."""
         own = getattr(type(self), hook_name, None)

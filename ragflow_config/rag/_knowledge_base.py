@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .._errors import CollectionMismatchError
+from .._foreign import converted, refuse_agentscope, refuse_agentscope_callers
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase, vectors_digest
 from ..embedding._counts import VectorCounts
 from ..message import DataBlock, TextBlock
@@ -71,6 +72,13 @@ class KnowledgeBase:
         reranker: RerankerBase | None = None,
     ) -> None:
         flatten_filter(metadata_filter)  # reject unusable filters before any I/O
+        for part, ours in ((embedding_model, "embedding"), (vector_store, "rag")):
+            refuse_agentscope(
+                part,
+                "KnowledgeBase",
+                f"use ragflow_config.{ours}.{type(part).__name__}, which takes the same "
+                "arguments (or agentscope's KnowledgeBase with agentscope's parts)",
+            )
         self._retrieval = retrieval or RetrievalSettings()
         if (self._retrieval.rerank is None) != (reranker is None):
             raise ValueError(
@@ -270,6 +278,7 @@ class KnowledgeBase:
         which the caller made).
         """
         document_id = document_id or uuid.uuid4().hex
+        chunks = [converted(chunk, Chunk) for chunk in chunks]  # AgentScope's convert losslessly
         prepared = self._prepare(chunks, document_metadata or {})
         if not prepared:
             return document_id
@@ -432,6 +441,7 @@ class KnowledgeBase:
         explain: bool,
     ) -> list[VectorSearchResult]: ...
 
+    @refuse_agentscope_callers  # given to AgentScope's RAGMiddleware, it would get our hits
     async def search(
         self,
         queries: Sequence[str | TextBlock | DataBlock],
@@ -470,6 +480,7 @@ class KnowledgeBase:
         """
         if isinstance(queries, str):
             raise TypeError("search() takes a list of queries, not a single string")
+        queries = [converted(query, TextBlock, DataBlock) for query in queries]
         trace: list[QueryTrace] | None = [] if explain else None
         rerank = self._retrieval.rerank
         reranked = None

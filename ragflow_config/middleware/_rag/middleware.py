@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..._foreign import refuse_agentscope
 from ...event import HintBlockEvent
 from ...message import HintBlock, Msg
 from ...model import ChatModelBase
@@ -59,6 +60,19 @@ class RAGMiddleware(MiddlewareBase):
         **options: Any,
     ) -> None:
         super().__init__(parameters, **options)
+        for knowledge_base in knowledge_bases:
+            refuse_agentscope(
+                knowledge_base,
+                "RAGMiddleware",
+                "build it with ragflow_config.rag.KnowledgeBase, which takes the same arguments "
+                "(or give agentscope's knowledge bases to agentscope's RAGMiddleware)",
+            )
+        refuse_agentscope(
+            rerank_model,
+            "RAGMiddleware",
+            f"use ragflow_config.model.{type(rerank_model).__name__}, which takes the same "
+            "arguments, as the rerank model",
+        )
         if reranker is not None and rerank_model is not None:
             raise ValueError("pass a reranker or a rerank_model, not both")
         repeated = [name for name, n in Counter(kb.name for kb in knowledge_bases).items() if n > 1]

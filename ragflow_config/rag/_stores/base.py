@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 
 from ..._component import Component, ComponentParameters
 from ..._errors import UnstorableDocumentError, VectorStoreError
+from ..._foreign import refuse_agentscope
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._pointer import Pointer
 
@@ -257,8 +258,17 @@ def refuse_unencodable(store: str, records: Iterable[VectorRecord]) -> None:
     """Refuse, before any write, a record holding a string UTF-8 cannot encode.
 
     Only a lone surrogate makes a ``str`` unencodable; no engine can store one.
+    AgentScope's records are refused too: they come from AgentScope's KnowledgeBase,
+    which would get this store's results, ours, and fail on them.
     """
     for record in records:
+        refuse_agentscope(
+            record,
+            f"{store}.insert",
+            "a ragflow_config store cannot serve agentscope's KnowledgeBase, which would get "
+            f"ragflow_config's results from it; give it agentscope's {store.partition('(')[0]}, "
+            "or use ragflow_config.rag.KnowledgeBase with this store",
+        )
         chunk = record.chunk
         for where, value in (
             ("document_id", record.document_id),
