@@ -27,7 +27,7 @@ from agentscope.tool import Toolkit
 
 import ragflow_config.message as our_message
 import ragflow_config.rag as ours
-from ragflow_config._errors import MixedLibrariesError
+from ragflow_config import MixedLibrariesError
 from ragflow_config.embedding import HashingEmbeddingModel
 from ragflow_config.middleware import RAGMiddleware
 
