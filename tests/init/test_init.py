@@ -268,3 +268,21 @@ def test_a_folder_outside_the_files_folder_is_allowed_explicitly(
     [kb] = yaml.safe_load(pipeline.read_text())["knowledge_bases"]
     assert kb["sources"] == [{"path": "../a/docs", "include": ["*.md"], "allow_outside": True}]
     assert cli(capsys, "validate", str(pipeline))[0] == EXIT_OK
+
+
+def test_a_file_without_a_known_extension_is_typed_by_its_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "memo").write_bytes(build_docx())  # a Word file, named without .docx
+    (tmp_path / "docs" / "README").write_text("Plain text.\n")
+    (tmp_path / "docs" / "data.bin").write_bytes(b"\x00\x01binary")
+    pipeline = tmp_path / "p.yaml"
+    assert cli(capsys, "init", str(tmp_path / "docs"), "-o", str(pipeline))[0] == EXIT_OK
+    [kb] = yaml.safe_load(pipeline.read_text())["knowledge_bases"]
+    assert [parser["type"] for parser in kb["parsers"]] == ["docx", "text"]
+    assert kb["sources"][0]["include"] == ["/README", "/memo"]
+    code, out, _ = cli(capsys, "run", str(pipeline), "--json")
+    assert code == EXIT_OK
+    [report] = json.loads(out)["knowledge_bases"]
+    assert {c["path"]: c["action"] for c in report["changes"]} == {"README": "add", "memo": "add"}

@@ -10,12 +10,16 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...rag._media_types import by_extension, detect
+from ...rag._media_types import SNIFF_BYTES, by_extension, detect
+from .._spec import KnowledgeBaseSpec
 
 # Pages of one PDF looked at for a text layer: a scanned document shows it on its first
 # pages, and a long text PDF need not be read whole.
 PDF_PAGES_CHECKED = 10
 PDF = "application/pdf"
+ZIP = b"PK\x03\x04"
+# Larger files a run leaves out by default; not read whole to be typed.
+MAX_FILE_BYTES: int = KnowledgeBaseSpec.model_fields["max_file_bytes"].default
 
 
 @dataclass
@@ -52,8 +56,7 @@ def survey(folder: Path, leave_out: Collection[Path] = ()) -> FolderSurvey:
             if name.startswith(".") or not path.is_file() or path.resolve() in left_out:
                 continue
             relative = path.relative_to(folder).as_posix()
-            # The name decides when it can, as for a run; only then is the content read.
-            media_type = by_extension(name) or detect(name, path.read_bytes())
+            media_type = _media_type(path)
             found.counts[media_type] += 1
             found.examples.setdefault(media_type, relative)
             # A file typed by its content alone is selected by its own path.
@@ -65,6 +68,20 @@ def survey(folder: Path, leave_out: Collection[Path] = ()) -> FolderSurvey:
                 elif _has_scanned_page(path):
                     found.scanned_pdfs.append(relative)
     return found
+
+
+def _media_type(path: Path) -> str | None:
+    """The type ``run`` gives the file: by its name when it can, else by its first bytes."""
+    known = by_extension(path.name)
+    if known:
+        return known
+    with open(path, "rb") as file:
+        # One byte past what sniffing reads, so a character cut at its end is not taken for
+        # binary content, as in a run, which reads the whole file.
+        head = file.read(SNIFF_BYTES + 1)
+    if head.startswith(ZIP) and path.stat().st_size <= MAX_FILE_BYTES:
+        head = path.read_bytes()  # an Office file's parts are listed at the end of the ZIP
+    return detect(path.name, head)
 
 
 def _has_scanned_page(path: Path) -> bool:
