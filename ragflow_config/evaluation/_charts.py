@@ -11,6 +11,7 @@ browser shows on hover, and ``data-`` attributes a test or a script can read.
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -99,13 +100,14 @@ def grouped_bar_chart(
 ) -> str:
     """Bars side by side per category, one colour per series, with a legend."""
     svg = _svg(title, name, len(categories))
-    top = max([v for s in series for v in s.values] + [1.0])
+    step = _step(max([v for s in series for v in s.values] + [1.0]))
+    top = step * math.ceil(max([v for s in series for v in s.values] + [1.0]) / step)
     plot_height = HEIGHT - _TOP - _BOTTOM
 
     def y(value: float) -> float:
         return _TOP + (top - value) * plot_height / top
 
-    _axis(svg, [top * i / 4 for i in range(5)], y, whole=True)
+    _axis(svg, [step * i for i in range(round(top / step) + 1)], y, whole=True)
     _text(svg, 14, _TOP + plot_height / 2, axis, rotate=True, anchor="middle")
     slot = (WIDTH - _LEFT - _RIGHT) / max(len(categories), 1)
     width = slot * 0.8 / max(len(series), 1)
@@ -195,6 +197,12 @@ def _text(
     if rotate:
         attributes["transform"] = f"rotate(-90 {_n(x)} {_n(y)})"
     ET.SubElement(svg, "text", attributes).text = text
+
+
+def _step(largest: float) -> float:
+    """A round tick step (1, 2 or 5 times a power of ten) giving at most 5 intervals."""
+    power = 10 ** math.floor(math.log10(largest / 5)) if largest > 5 else 1
+    return next(power * m for m in (1, 2, 5, 10) if largest / (power * m) <= 5)
 
 
 def _short(text: str, most: int) -> str:

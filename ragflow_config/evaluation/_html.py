@@ -109,13 +109,14 @@ def _section(section: Section, markup: Any) -> dict[str, Any]:
     per_query = bar_chart(
         bars, title=chart_title, axis=main, signed=len(runs) == 2, name="per-query"
     )
+    landed = [_landed(run.result) for run in runs]
     positions = grouped_bar_chart(
-        [str(rank) for rank in range(1, k + 1)] + [f">{k}"],
+        [str(rank) for rank in range(1, k + 1)],
         [
-            Series(run.label, _landed(run.result), colour)
-            for run, colour in zip(runs, SERIES_COLOURS, strict=False)
+            Series(run.label, ranks, colour)
+            for run, (ranks, _), colour in zip(runs, landed, SERIES_COLOURS, strict=False)
         ],
-        title=f"Where the relevant sources landed: rank 1 to {k}, or not in the top {k}",
+        title=f"Where the relevant sources landed: their ranks 1 to {k}",
         axis="relevant sources",
         name="rank-positions",
     )
@@ -130,6 +131,11 @@ def _section(section: Section, markup: Any) -> dict[str, Any]:
         "per_query": markup(per_query),
         "chart_title": chart_title,
         "positions": markup(positions),
+        "relevant": sum(row.relevant_count for row in first.queries),
+        "missed": [
+            {"label": run.label, "count": missed}
+            for run, (_, missed) in zip(runs, landed, strict=True)
+        ],
         "worst": [_worst(query_id, runs, judged.get(query_id)) for query_id in order[:WORST]],
     }
 
@@ -153,17 +159,22 @@ def _difference_bar(left: QueryResult, right: QueryResult) -> Bar:
     return Bar(left.id, difference, title, kind)
 
 
-def _landed(result: EvaluationResult) -> list[float]:
-    """Relevant sources at each rank 1..k over all queries, then those not in the top k."""
-    counts = [0.0] * (result.k + 1)
+def _landed(result: EvaluationResult) -> tuple[list[float], int]:
+    """Relevant sources at each rank 1..k over all queries, and how many are not in the top k.
+
+    The second is drawn as a number, not a bar: with more relevant sources
+    than k a query (MED has 23 on average), it would dwarf the ranks.
+    """
+    counts = [0.0] * result.k
+    missed = 0
     for row in result.queries:
         found = 0
         for index, entry in enumerate(row.ranking[: result.k]):
             if entry.grade > 0:
                 counts[index] += 1
                 found += 1
-        counts[result.k] += max(row.relevant_count - found, 0)
-    return counts
+        missed += max(row.relevant_count - found, 0)
+    return counts, missed
 
 
 def _worst(query_id: str, runs: Sequence[Run], judged: JudgedQuery | None) -> dict[str, Any]:
