@@ -1,10 +1,12 @@
 """Run ragflow-config's commands on pipeline files and write one Markdown report.
 
-    python action/report.py --commands "validate plan eval" [--base REF] --out REPORT FILE...
+    python action/report.py --commands "validate plan eval" [--base REF] [--html-dir DIR] \
+        --out REPORT FILE...
 
 Commands, in the order given: ``validate`` (all files at once), ``plan`` and ``eval`` (each
 file, ``--format markdown``; ``eval`` with ``--against REF`` when there is a base ref, by
-default ``origin/$GITHUB_BASE_REF`` on a pull request) and ``run`` (each file). Their
+default ``origin/$GITHUB_BASE_REF`` on a pull request, and with ``--html`` into ``--html-dir``
+when one is given: the charts the action uploads as an artifact) and ``run`` (each file). Their
 standard output is the report; what they print on standard error is shown beside it.
 A failed ``validate`` skips the other commands (they would fail on the same errors).
 
@@ -74,19 +76,27 @@ def ensure_ref(ref: str) -> None:
         subprocess.run([*fetch, f"+refs/heads/{branch}:refs/remotes/{ref}"], check=False)
 
 
-def invocations(commands: list[str], files: list[str], base: str) -> list[tuple[str, list[str]]]:
+def invocations(
+    commands: list[str], files: list[str], base: str, html_dir: Path | None = None
+) -> list[tuple[str, list[str]]]:
     """Each command's argument lists, after the program name."""
     planned: list[tuple[str, list[str]]] = []
     for command in commands:
         if command == "validate":
             planned.append((command, ["validate", *files]))
             continue
-        for file in files:
+        for number, file in enumerate(files, 1):
             if command == "plan":
                 planned.append((command, ["plan", file, "--format", "markdown"]))
             elif command == "eval":
                 against = ["--against", base] if base else []
-                planned.append((command, ["eval", file, *against, "--format", "markdown"]))
+                # Numbered: two files of one name in different folders get a report each.
+                html = (
+                    []
+                    if html_dir is None
+                    else ["--html", str(html_dir / f"{number}-{Path(file).stem}.html")]
+                )
+                planned.append((command, ["eval", file, *against, "--format", "markdown", *html]))
             else:
                 planned.append((command, ["run", file]))
     return planned
@@ -190,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commands", required=True, help="e.g. 'validate plan eval'")
     parser.add_argument("--base", default="", help="eval --against REF (default: PR's base)")
     parser.add_argument("--out", required=True, type=Path, help="the Markdown report's path")
+    parser.add_argument(
+        "--html-dir", type=Path, help="eval also writes its HTML report into this folder"
+    )
     parser.add_argument("--fail", action="store_true", help="exit with the commands' code")
     parser.add_argument("files", nargs="*", metavar="FILE")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -202,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     base = base_ref(args.base) if "eval" in commands else ""
     if base:
         ensure_ref(base)
-    results = execute(shutil.which("ragflow-config"), invocations(commands, args.files, base))
+    if args.html_dir is not None:
+        args.html_dir.mkdir(parents=True, exist_ok=True)
+    planned = invocations(commands, args.files, base, args.html_dir)
+    results = execute(shutil.which("ragflow-config"), planned)
     text = render(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
