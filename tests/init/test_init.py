@@ -286,3 +286,27 @@ def test_a_file_without_a_known_extension_is_typed_by_its_content(
     assert code == EXIT_OK
     [report] = json.loads(out)["knowledge_bases"]
     assert {c["path"]: c["action"] for c in report["changes"]} == {"README": "add", "memo": "add"}
+
+
+@pytest.mark.parametrize("store", ["milvus-lite", "pgvector"])
+def test_the_other_stores_run_and_search_with_no_edit(
+    store: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if store == "pgvector":  # the file names the variable; the value is the environment's
+        monkeypatch.setenv("PGVECTOR_DSN", request.getfixturevalue("pgvector_dsn"))
+    folder = tmp_path / "init_other_store"
+    folder.mkdir()
+    shutil.copy(ROOT / "pipelines/corpus/tutorial/venv.md", folder / "venv.md")
+    pipeline = tmp_path / "p.yaml"
+    args = ("init", str(folder), "-o", str(pipeline), "--store", store, "--model", "hashing")
+    assert cli(capsys, *args)[0] == EXIT_OK
+    assert cli(capsys, "validate", str(pipeline))[0] == EXIT_OK
+    code, out, _ = cli(capsys, "run", str(pipeline))
+    assert code == EXIT_OK and "did add 1," in out
+    code, out, _ = cli(capsys, "search", str(pipeline), folder.name, "virtual environment")
+    assert code == EXIT_OK and "venv.md" in out
+    assert cli(capsys, "reset", str(pipeline), folder.name, "--yes")[0] == EXIT_OK
