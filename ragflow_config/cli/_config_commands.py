@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, print_json
+from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, print_json
 from ._parser import Commands
 
 if TYPE_CHECKING:
     from .._errors import ConfigIssue
     from ..pipeline._check_env import EnvironmentCheck
+    from ..pipeline._registry import Kind
 
 
 def register(commands: Commands) -> None:
@@ -42,20 +43,34 @@ def register(commands: Commands) -> None:
         "--out", type=Path, default=Path("schemas"), help="folder (default: schemas)"
     )
     schema.add_argument("--check", action="store_true", help="fail if the files there are stale")
+    schema.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"folder": ..., "written": [...]}, or with --check {"folder": ..., "stale": [...]}',
+    )
 
     types = commands.add("types", _types, "list the registered types and their parameters")
-    types.add_argument("--json", action="store_true", help="print them as JSON")
+    types.add_argument(
+        "kind",
+        nargs="?",
+        metavar="KIND",
+        help="only the types of this kind (parser, chunker, embedding, vector_store, ...)",
+    )
+    types.add_argument("--json", action="store_true", help="print them as JSON, by kind")
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from ..pipeline._advice import advice
     from ..pipeline._validate import check_file, display_path, source_issues
 
     issues: list[ConfigIssue] = []
+    warnings: list[ConfigIssue] = []  # a valid file that will index less than it seems to
     checks: dict[Path, list[EnvironmentCheck]] = {}  # --check-env's, of each valid file
     for file in args.files:
         loaded, found = check_file(file)
         found = found if loaded is None else source_issues(loaded)
         issues += found
+        warnings += [] if loaded is None else advice(loaded)
         if args.check_env and loaded is not None and not found:
             from ..pipeline._check_env import check_environment  # opens stores and models
 
@@ -73,6 +88,8 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         for issue in issues:
             print(issue, file=sys.stderr)
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
         if not issues:
             print(f"{len(args.files)} file(s) valid")
         for file, found_checks in checks.items():
@@ -93,16 +110,21 @@ def _schema(args: argparse.Namespace) -> int:
 
     registry = default_registry()
     if args.check:
-        problems = stale_schemas(registry, args.out)
-        for problem in problems:
-            print(f"{args.out / problem}", file=sys.stderr)
-        if problems:
+        problems = [str(args.out / problem) for problem in stale_schemas(registry, args.out)]
+        if args.json:
+            print_json({"folder": str(args.out), "stale": problems})
+        elif problems:
+            for problem in problems:
+                print(problem, file=sys.stderr)
             print("schemas are stale: run `ragflow-config schema`", file=sys.stderr)
-            return EXIT_FINDINGS
-        print(f"schemas in {args.out} are up to date")
-        return EXIT_OK
+        else:
+            print(f"schemas in {args.out} are up to date")
+        return EXIT_FINDINGS if problems else EXIT_OK
     written = write_schemas(registry, args.out)
-    print(f"wrote {len(written)} schema files to {args.out}")
+    if args.json:
+        print_json({"folder": str(args.out), "written": [str(args.out / path) for path in written]})
+    else:
+        print(f"wrote {len(written)} schema files to {args.out}")
     return EXIT_OK
 
 
@@ -111,6 +133,7 @@ def _types(args: argparse.Namespace) -> int:
     from ..pipeline._registry import KINDS
 
     registry = default_registry()
+    kinds = KINDS if args.kind is None else (_kind(args.kind, KINDS),)
     if args.json:
         print_json(
             {
@@ -122,11 +145,11 @@ def _types(args: argparse.Namespace) -> int:
                     }
                     for t in registry.types(kind)
                 }
-                for kind in KINDS
+                for kind in kinds
             }
         )
         return EXIT_OK
-    for kind in KINDS:
+    for kind in kinds:
         print(f"{kind}:")
         for t in registry.types(kind):
             print(f"  {t.name:<18} {t.description}")
@@ -138,3 +161,11 @@ def _types(args: argparse.Namespace) -> int:
                 )
                 print(f"      {name}{default}  {field.description or ''}".rstrip())
     return EXIT_OK
+
+
+def _kind(wanted: str, kinds: tuple[Kind, ...]) -> Kind:
+    """The kind ``types KIND`` names; ``parsers`` and ``vector-store`` are taken too."""
+    for kind in kinds:
+        if wanted.lower().replace("-", "_") in (kind, f"{kind}s"):
+            return kind
+    raise UsageError(f"unknown kind {wanted!r}; the kinds are: {', '.join(kinds)}")

@@ -168,12 +168,14 @@ def _rebuild_would_block(report: RunReport, kb: KnowledgeBaseReport) -> bool:
 def _exit_code(report: RunReport, pipeline: Pipeline, strict: bool) -> int:
     """1 when the run failed (or, for a plan, would): a file that failed and was not
     skipped, a skipped file under `--strict`, a stop at the first failure, a rebuild
-    not switched to."""
+    not switched to, a source that matched no file for a collection not yet made."""
     on_error = {kb.name: kb.on_error for kb in pipeline.spec.knowledge_bases}
     for kb in report.knowledge_bases:
-        if kb.aborted or (kb.rebuild and kb.rebuild.blocked) or _rebuild_would_block(report, kb):
+        if kb.aborted or kb.no_files or (kb.rebuild and kb.rebuild.blocked):
             return EXIT_FINDINGS
-        if any(_fails(c, on_error[kb.name], strict) for c in kb.changes):
+        if _rebuild_would_block(report, kb) or any(
+            _fails(c, on_error[kb.name], strict) for c in kb.changes
+        ):
             return EXIT_FINDINGS
     return EXIT_OK
 
@@ -197,6 +199,11 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
                     action = "skipped" if _skipped(change, skip) else change.action
                     reason = f"  ({change.reason})" if change.reason else ""
                     print(f"  {action:<11} {change.path}{reason}")
+        for unmatched in kb.unmatched_sources:
+            level = "FAILED" if kb.no_files else "warning"
+            print(f"{kb.name}: {level}: {unmatched}", file=sys.stderr)
+        if kb.no_files:
+            print(f"{kb.name}: {kb.no_files}; check the path and the patterns", file=sys.stderr)
         if kb.fingerprint_changes:
             print(f"{kb.name}: pipeline fingerprint changed: {', '.join(kb.fingerprint_changes)}")
         skipped = 0
@@ -222,7 +229,12 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
             f"empty {kb.count('empty')}, "
             + (f"skipped {kb.count('skipped')}, " if kb.count("skipped") else "")
             + f"{failed}; "
-            f"{plural(kb.chunks, 'chunk')} written"
+            # A plan writes nothing: what it says is what the run would write.
+            + (
+                f"would write {plural(kb.chunks_to_embed, 'chunk')}"
+                if report.dry_run
+                else f"{plural(kb.chunks, 'chunk')} written"
+            )
             + (f", {kb.truncated} truncated" if kb.truncated else "")
         )
         if kb.truncated:

@@ -24,9 +24,10 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
         EXIT_OK,
         "success",
         "the command did what it was asked. `run` indexed every file it could: a file "
-        "that failed to parse under `on_error: skip` is reported (as skipped, with its "
-        "reason) but is no failure; `plan` could plan, changes pending or not; `verify` "
-        "found the store in sync; `eval` met every threshold",
+        "that failed to parse under `on_error: skip`, or holds only images a text-only "
+        "model cannot embed, is reported (as skipped, with its reason) but is no "
+        "failure; `plan` could plan, changes pending or not; `verify` found the store "
+        "in sync; `eval` met every threshold",
     ),
     (
         EXIT_FINDINGS,
@@ -34,7 +35,9 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
         "the command ran and found something wrong in the sources, the store or the "
         "results, or could not finish against them: a failed file (under "
         "`on_error: fail`, a file that cannot be read, a skipped one with `--strict`), a "
-        "rebuild not switched to, the mass-deletion guard or "
+        "source that matched no file while its collection does not exist yet (`run` and "
+        "`plan`: an existing one gets a warning, and the deletion guard judges what the "
+        "files' absence deletes), a rebuild not switched to, the mass-deletion guard or "
         "`--refuse-on-fingerprint-change` refusing; changes pending with `plan --check`; "
         "drift (`verify`); a missed threshold (`eval`); stale schemas (`schema --check`); "
         "a document `copy` left out; a store or model that fails; a document id `delete` "

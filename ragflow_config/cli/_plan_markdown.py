@@ -72,6 +72,9 @@ def _knowledge_base(kb: KnowledgeBaseReport) -> list[str]:
     facts = [_embedding(kb), *_pipeline_changes(kb), _rebuild(kb), _guard(kb)]
     if kb.aborted:
         facts.append(f"- **Stopped** at the first failure (`on_error: fail`): {_text(kb.aborted)}")
+    facts += [f"- **No file:** {_code(unmatched)}" for unmatched in kb.unmatched_sources]
+    if kb.no_files:
+        facts.append(f"- **Fails:** {_text(kb.no_files)}")
     lines += [fact for fact in facts if fact]
     lines.append("")
     for action, heading in _LISTED:

@@ -2,60 +2,110 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, TextIO
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import BarColumn, ProgressColumn, Task, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
+from rich.table import Column
 from rich.text import Text
 
 from ..pipeline import Change
 
+# What a file costs only when it is parsed and embedded (or fails to be): an unchanged
+# or skipped one is decided in microseconds, and would make the rate meaningless.
+_PROCESSED = ("add", "update", "repair", "failed")
+
 
 class _Rate(ProgressColumn):
+    """Files processed per second of the run: not the unchanged and skipped ones."""
+
     def render(self, task: Task) -> Text:
-        return Text(f"{task.speed or 0:.1f} files/s")
+        elapsed = task.elapsed or 0.0
+        rate = task.fields["processed"] / elapsed if elapsed else 0.0
+        return Text(f"{rate:.1f} files/s")
+
+
+class _Left(TimeRemainingColumn):
+    def render(self, task: Task) -> Text:
+        return Text(f"{super().render(task)} left")
+
+
+def _fixed(max_width: int | None = None) -> Column:
+    # One line per knowledge base whatever the width: a column cut short ends in "…"
+    # rather than wrap, and the bar gives up its width first.
+    return Column(no_wrap=True, overflow="ellipsis", max_width=max_width)
+
+
+class _ConsoleHandler(logging.Handler):
+    """Log records printed through the live display's console, above the display."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(Text(self.format(record)))
+        except Exception:  # logging's contract: a handler never raises
+            self.handleError(record)
 
 
 class Progress:
     """Files done of the total, chunks written, failures, rate and time left, per knowledge base.
 
-    On a terminal it is one live display; otherwise (a CI log) one line per
-    change worth reading. Failures are left to the run's summary, which
-    names each once.
+    On a terminal it is one live display, one line per knowledge base that
+    fits the terminal's width (80 columns included); log records go through
+    its console while it is live, so they print above it instead of into it.
+    Otherwise (a CI log) one line per change worth reading. Failures and
+    skipped files are left to the run's summary, which names each once.
     """
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, console: Console | None = None) -> None:
         self.stream = stream
         self.done = 0
         self._live: RichProgress | None = None
         self._tasks: dict[str, Any] = {}
-        if stream.isatty():
+        self._handler: _ConsoleHandler | None = None
+        self._displaced: list[logging.Handler] = []
+        if console is None and stream.isatty():
+            console = Console(file=stream)
+        if console is not None:
             self._live = RichProgress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("files, {task.fields[chunks]} chunks, {task.fields[failed]} failed"),
-                _Rate(),
-                TimeElapsedColumn(),
-                TextColumn("elapsed,"),
-                TimeRemainingColumn(),
-                TextColumn("left"),
-                console=Console(file=stream),
+                TextColumn("{task.description}", table_column=_fixed(max_width=16)),
+                BarColumn(bar_width=None, table_column=Column(ratio=1, min_width=4)),
+                TextColumn(
+                    "{task.completed}/{task.total} files, {task.fields[chunks]} chunks, "
+                    "{task.fields[failed]} failed",
+                    table_column=_fixed(),
+                ),
+                _Rate(table_column=_fixed()),
+                _Left(table_column=_fixed()),
+                console=console,
+                expand=True,  # the bar takes what the text leaves of the width
             )
             self._live.start()
+            self._log_through(console)
+
+    def _log_through(self, console: Console) -> None:
+        """Send the log records meant for this stream through ``console`` while it is live."""
+        root = logging.getLogger()
+        self._displaced = [
+            handler
+            for handler in root.handlers
+            if isinstance(handler, logging.StreamHandler) and handler.stream is self.stream
+        ]
+        self._handler = _ConsoleHandler(console)
+        if self._displaced:
+            self._handler.setFormatter(self._displaced[0].formatter)
+        for handler in self._displaced:
+            root.removeHandler(handler)
+        root.addHandler(self._handler)
 
     def files_found(self, kb: str, total: int) -> None:
         if self._live is not None:
-            self._tasks[kb] = self._live.add_task(kb, total=total, chunks=0, failed=0)
+            self._tasks[kb] = self._live.add_task(kb, total=total, chunks=0, failed=0, processed=0)
 
     def __call__(self, kb: str, change: Change) -> None:
         self.done += 1
@@ -67,6 +117,7 @@ class Progress:
                 advance=1,
                 chunks=fields["chunks"] + change.chunks,
                 failed=fields["failed"] + change.failed,
+                processed=fields["processed"] + (change.action in _PROCESSED),
             )
         elif change.action not in ("unchanged", "skipped") and not change.failed:
             detail = f" ({change.reason})" if change.reason else ""
@@ -75,3 +126,9 @@ class Progress:
     def close(self) -> None:
         if self._live is not None:
             self._live.stop()
+        if self._handler is not None:
+            root = logging.getLogger()
+            root.removeHandler(self._handler)
+            for handler in self._displaced:
+                root.addHandler(handler)
+            self._handler = None

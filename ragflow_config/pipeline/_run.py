@@ -56,6 +56,7 @@ from ._generations import state as _state
 from ._registry import default_registry
 from ._settings import SettingChange, described_settings, most_common_settings, setting_changes
 from ._sources import SourceFile, content_hash, discover, document_id
+from ._spec import SourceSpec
 
 Action = Literal[
     "add",
@@ -149,6 +150,12 @@ class KnowledgeBaseReport:
     #: Where the written chunks' vectors came from: the model, the stored version
     #: (an edit re-embeds only what changed), the embedding cache.
     vectors: VectorCounts = field(default_factory=VectorCounts)
+    #: Each source that matched no file, with its patterns:
+    #: ``"source docs (include *.md) matched no file"``.
+    unmatched_sources: list[str] = field(default_factory=list)
+    #: Set when a source matched no file and the collection does not exist yet: the
+    #: run writes nothing, and fails, rather than create an empty knowledge base.
+    no_files: str | None = None
 
     def count(self, action: Action) -> int:
         return sum(1 for change in self.changes if change.action == action)
@@ -209,6 +216,8 @@ class KnowledgeBaseReport:
             "embedding_model": self.embedding_model,
             "price_per_million_tokens": self.price_per_million_tokens,
             "aborted": self.aborted,
+            "unmatched_sources": self.unmatched_sources,
+            "no_files": self.no_files,
             "live_collection": self.live_collection,
             "rebuild": self.rebuild.as_dict() if self.rebuild else None,
             "changes": [asdict(c) for c in self.changes],
@@ -224,7 +233,7 @@ class RunReport:
     @property
     def failed(self) -> bool:
         return any(
-            kb.failures or kb.aborted or (kb.rebuild and kb.rebuild.blocked)
+            kb.failures or kb.aborted or kb.no_files or (kb.rebuild and kb.rebuild.blocked)
             for kb in self.knowledge_bases
         )
 
@@ -388,6 +397,17 @@ async def _run_knowledge_base(
     live = pointer.live.collection if pointer is not None else kb.collection
     report.live_collection = live
     live_documents = await _documents(kb.pinned(live))
+    matched = {id(file.source) for file in files}
+    report.unmatched_sources = [
+        _unmatched(source) for source in plan.spec.sources if id(source) not in matched
+    ]
+    if report.unmatched_sources and not await kb.vector_store.has_collection(live):
+        # A first run that would build from a part of its sources, or from none (a
+        # pattern that finds nothing, an empty checkout), fails before writing. For an
+        # existing collection it is a warning: what the files' absence deletes is the
+        # deletion guard's to judge.
+        report.no_files = f"nothing written: collection {live} does not exist yet"
+        return report
     managed = {doc_id: s for doc_id, s in live_documents.items() if _state(s)}
     wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
     todo = {
@@ -647,6 +667,13 @@ class _Ahead:
     def files(self) -> int:
         left = self.total - self.reached
         return left * sum(self.recent) // len(self.recent) if self.recent else left
+
+
+def _unmatched(source: SourceSpec) -> str:
+    patterns = f"include {', '.join(source.include)}"
+    if source.exclude:
+        patterns += f"; exclude {', '.join(source.exclude)}"
+    return f"source {source.path} ({patterns}) matched no file"
 
 
 def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:

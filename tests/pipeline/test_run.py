@@ -420,6 +420,8 @@ def test_the_cli_runs_searches_and_reports_json(
         "embedding_model",
         "price_per_million_tokens",
         "aborted",
+        "unmatched_sources",
+        "no_files",
         "live_collection",
         "rebuild",
         "changes",
