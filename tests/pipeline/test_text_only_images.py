@@ -116,7 +116,8 @@ def test_run_reports_the_image_once_as_skipped_with_no_warning(
     out, err = outputs(capsys)
     assert err.splitlines() == [f"docs: skipped photo.png: {WHY}; {HINT}"]  # again once
 
-    assert main(["run", str(pipeline), "--workers", "0", "--json"]) == 0
+    # Parsed in parser processes too (the default), the same report.
+    assert main(["run", str(pipeline), "--workers", "1", "--json"]) == 0
     [kb] = json.loads(outputs(capsys)[0])["knowledge_bases"]
     assert kb["counts"]["skipped"] == 1 and kb["counts"]["empty"] == 0
     [change] = [c for c in kb["changes"] if c["path"] == "photo.png"]
