@@ -84,7 +84,13 @@ def _validate(args: argparse.Namespace) -> int:
             | ({"checks": [c.as_dict() for c in checks[file]]} if file in checks else {})
             for file in args.files
         ]
-        print_json({"files": files, "issues": [issue.as_dict() for issue in issues]})
+        print_json(
+            {
+                "files": files,
+                "issues": [issue.as_dict() for issue in issues],
+                "warnings": [warning.as_dict() for warning in warnings],
+            }
+        )
     else:
         for issue in issues:
             print(issue, file=sys.stderr)

@@ -37,6 +37,8 @@ def reference() -> str:
         "",
         *_exit_codes(),
         "",
+        *_json_output(),
+        "",
         *_section(f"`{parser.prog} {_metavar(commands)}`", parser),
     ]
     summaries = {choice.dest: choice.help for choice in commands._choices_actions}
@@ -79,6 +81,54 @@ def _exit_codes() -> list[str]:
         "",
         f"A reader that closes the pipe early (`ragflow-config list ... | head`) ends the "
         f"command with {EXIT_CLOSED_PIPE}, a shell's code for SIGPIPE, and no traceback.",
+    ]
+
+
+def _json_output() -> list[str]:
+    """What `--json` promises on every command (`tests/cli/test_conventions.py` holds each
+    command to it)."""
+    return [
+        "## JSON output",
+        "",
+        "Every command takes `--json`. Its stdout is then one JSON object (never a bare "
+        "list), pretty-printed, and nothing else; warnings and progress stay on stderr. "
+        "Where a command cannot do what it was asked, the object is an error, with the "
+        "exit code of the table above:",
+        "",
+        "```json",
+        '{"error": {"message": "what went wrong and what to do",'
+        ' "issues": [{"file": "pipeline.yaml", "line": 3, "column": 5, "path": '
+        '"knowledge_bases[0]", "message": "..."}]}}',
+        "```",
+        "",
+        "`issues` is there when the pipeline file is invalid. The HTTP API (`serve`) "
+        'answers its errors with the same `{"error": {"message": ...}}`.',
+        "",
+        "Results are objects named by what they hold:",
+        "",
+        "| command | `--json` prints |",
+        "| --- | --- |",
+        '| `validate` | `{"files": [{"file", "valid", "checks"}], "issues": [...], '
+        '"warnings": [...]}`: the issues are the result, so an invalid file still prints '
+        "this (exit 2); `warnings` are advice on a valid file, each an issue's fields "
+        "(exit 0); `checks` with "
+        '`--check-env`, each `{"kind", "name", "type", "ok", "message"}` '
+        "(`ok` is null where there was nothing to check) |",
+        '| `search` | `{"knowledge_base", "hits": [...]}`, as the HTTP API\'s search answers |',
+        '| `list` | `{"knowledge_base", "total", "documents": [...]}` |',
+        '| `delete` | `{"knowledge_base", "deleted"}` |',
+        '| `reset` | `{"knowledge_base", "collection_dropped"}` |',
+        '| `rollback` | `{"live", "previous": [...]}` |',
+        '| `run`, `plan`, `verify` | the report: `{"knowledge_bases": [...], ...}` |',
+        "| `copy`, `eval` | the report, as an object |",
+        '| `types` | `{KIND: {TYPE: {"class", "distribution", "parameters"}}}`, of one kind '
+        "with `types KIND` |",
+        '| `schema` | `{"folder", "written": [...]}`; with `--check`, `{"folder", "stale": [...]}` |',
+        '| `chat` | `{"question", "answer"}`, one object per question |',
+        '| `serve` | `{"serving": {"url", "mcp", "openapi", "knowledge_bases"}}` once it '
+        "listens (HTTP only) |",
+        "",
+        "`-v` and `-q` are accepted before the command or after it; `-q` leaves errors only.",
     ]
 
 

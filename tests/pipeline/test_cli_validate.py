@@ -79,6 +79,7 @@ def test_json_of_a_valid_file_has_no_issues(
     assert json.loads(capsys.readouterr().out) == {
         "files": [{"file": "valid.yaml", "valid": True}],
         "issues": [],
+        "warnings": [],
     }
 
 

@@ -73,6 +73,13 @@ def test_validate_says_to_turn_on_ocr_or_use_a_multimodal_model(
     assert "embedding 'model' embeds text only" in warning
     assert "`parameters: {ocr: auto}`, pip install 'ragflow-config[ocr]'" in warning
 
+    assert main(["validate", str(pipeline), "--json"]) == 0
+    document = json.loads(outputs(capsys)[0])
+    assert document["issues"] == []
+    [advice] = document["warnings"]
+    assert (advice["line"], advice["path"]) == (10, "knowledge_bases[0].parsers[0]")
+    assert advice["message"] in warning
+
 
 def test_validate_has_no_advice_once_the_image_parser_reads_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
