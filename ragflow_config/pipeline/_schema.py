@@ -26,37 +26,44 @@ def parameters_ref(component: ComponentType) -> str:
     return f"{component.kind}.{component.name}"
 
 
-# An editor checks the text as written, before `${VAR}` is expanded: a pattern also
-# lets a reference through (`base_url: ${API_URL:-https://...}`); validate checks
-# the expanded value, and the parameters' model checks the pattern again.
-_REFERENCE_ALTERNATIVE = r"|^\$\{"
+# An editor checks a file's text as written, before `${VAR}` is expanded, so in the
+# schemas written for editors a value a reference would break (a number, a pattern,
+# an enum) also takes a string holding one: `dimensions: ${DIMENSIONS:-256}`.
+# validate checks the expanded values against the strict schema.
+_REFERENCE = {
+    "type": "string",
+    "pattern": r"\$\{",
+    "description": "A ${VAR} or ${VAR:-default} reference, expanded when the file is read.",
+}
+_ANNOTATIONS = ("title", "description", "default", "examples", "deprecated")
+_SCALAR_TYPES = ("integer", "number", "boolean")
+_SCALAR_RULES = ("pattern", "enum", "const", "format")
 
 
-def _written_or_reference(schema: Any) -> None:
-    """Widen every ``pattern`` in ``schema`` (in place) to accept a ``${VAR}`` too."""
-    if isinstance(schema, dict):
-        if isinstance(schema.get("pattern"), str):
-            schema["pattern"] = f"(?:{schema['pattern']}){_REFERENCE_ALTERNATIVE}"
-        for value in schema.values():
-            _written_or_reference(value)
-    elif isinstance(schema, list):
+def _or_reference(schema: Any) -> None:
+    """In place: every constrained scalar in ``schema`` also takes a ``${VAR}`` string."""
+    if isinstance(schema, list):
         for item in schema:
-            _written_or_reference(item)
-
-
-def pattern_as_written(pattern: str) -> str:
-    """The pattern a parameters model gave, without the ``${VAR}`` alternative."""
-    if pattern.startswith("(?:") and pattern.endswith(f"){_REFERENCE_ALTERNATIVE}"):
-        return pattern[3 : -len(_REFERENCE_ALTERNATIVE) - 1]
-    return pattern
+            _or_reference(item)
+        return
+    if not isinstance(schema, dict):
+        return
+    for value in schema.values():
+        _or_reference(value)
+    if schema.get("type") in _SCALAR_TYPES or any(rule in schema for rule in _SCALAR_RULES):
+        # if/else, not anyOf: a wrong value gets the rule's own message ("'many' is not
+        # of type 'integer'"), where anyOf would let validators pick the string branch's.
+        rules = {key: schema.pop(key) for key in list(schema) if key not in _ANNOTATIONS}
+        schema["if"], schema["else"] = _REFERENCE, rules
 
 
 def _parameters_schema(
-    component: ComponentType, prefix: str
+    component: ComponentType, prefix: str, *, as_written: bool
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The parameters model's schema with its own $defs renamed under ``prefix``."""
     schema = component.parameters_model.model_json_schema(ref_template=f"#/$defs/{prefix}{{model}}")
-    _written_or_reference(schema)
+    if as_written:
+        _or_reference(schema)
     nested = {f"{prefix}{name}": value for name, value in schema.pop("$defs", {}).items()}
     schema.setdefault("description", component.description)
     if schema.get("title") == component.parameters_model.__name__:
@@ -96,8 +103,12 @@ def _selected_by_type(block: dict[str, Any], kind: Kind, components: list[Compon
         ]
 
 
-def pipeline_schema(registry: Registry) -> dict[str, Any]:
-    """The schema of a pipeline file, with every registered type in it."""
+def pipeline_schema(registry: Registry, *, as_written: bool = False) -> dict[str, Any]:
+    """The schema of a pipeline file, with every registered type in it.
+
+    ``as_written``: the schema for editors, whose parameters also take ``${VAR}``
+    references; without it, the schema of the values once expanded, which validate uses.
+    """
     schema = PipelineSpec.model_json_schema(ref_template="#/$defs/{model}")
     defs: dict[str, Any] = schema.setdefault("$defs", {})
     blocks: dict[str, Kind] = {name: block.kind for name, block in COMPONENT_BLOCKS.items()}
@@ -107,7 +118,7 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
     for kind in KINDS:
         for component in registry.types(kind):
             ref = parameters_ref(component)
-            parameters, nested = _parameters_schema(component, f"{ref}.")
+            parameters, nested = _parameters_schema(component, f"{ref}.", as_written=as_written)
             defs[ref] = parameters
             defs.update(nested)
     # Top-level `x-...` keys are free, as in Compose files: a place for YAML anchors.
@@ -118,8 +129,8 @@ def pipeline_schema(registry: Registry) -> dict[str, Any]:
 
 
 def type_schema(component: ComponentType) -> dict[str, Any]:
-    """A standalone schema of one type's parameters."""
-    parameters, nested = _parameters_schema(component, "")
+    """A standalone schema of one type's parameters, for editors."""
+    parameters, nested = _parameters_schema(component, "", as_written=True)
     if nested:
         parameters["$defs"] = nested
     return {
@@ -131,7 +142,7 @@ def type_schema(component: ComponentType) -> dict[str, Any]:
 
 def render_schemas(registry: Registry) -> dict[str, str]:
     """Every schema file, by path relative to the schemas folder, as its exact text."""
-    files = {PIPELINE_SCHEMA_FILE: pipeline_schema(registry)}
+    files = {PIPELINE_SCHEMA_FILE: pipeline_schema(registry, as_written=True)}
     for kind in KINDS:
         for component in registry.types(kind):
             files[f"{TYPES_FOLDER}/{parameters_ref(component)}.schema.json"] = type_schema(

@@ -20,7 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 from .._errors import ConfigError, ConfigIssue, defined, format_path
 from .._extras import install_line, missing
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
-from ._schema import EXTENSION_PREFIX, KIND_MARKER, pattern_as_written, pipeline_schema
+from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
 from ._sources import allowed_root, has_files, pattern_problem, source_escape
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
@@ -151,10 +151,6 @@ def _schema_issues(
         missing = re.findall(r"'([^']+)' is a required property", error.message)
         what = missing[0] if missing else error.message
         yield locations.issue(path, f"missing required key {what!r}")
-        return
-    if error.validator == "pattern":
-        pattern = pattern_as_written(str(error.validator_value))
-        yield locations.issue(path, f"{error.instance!r} does not match {pattern!r}")
         return
     yield locations.issue(path, error.message)
 

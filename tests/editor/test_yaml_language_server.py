@@ -131,3 +131,11 @@ def test_a_parameter_of_the_wrong_kind_is_reported_at_its_value(
     [(line, column, message, source)] = diagnostics(server, project, "kind.yaml", text)
     assert (line, column, source) == (16, 21, "yaml-schema: Chunk Size")
     assert message == 'Incorrect type. Expected "integer".'
+
+
+def test_a_reference_to_the_environment_is_no_error_where_a_number_is_expected(
+    server: YamlLanguageServer, project: Path
+) -> None:
+    # The editor sees the text before expansion; validate checks the value after it.
+    text = PIPELINE.replace("chunk_size: 200", "chunk_size: ${CHUNK_SIZE:-200}")
+    assert diagnostics(server, project, "reference.yaml", text) == []

@@ -13,6 +13,7 @@ from ruamel.yaml import YAML
 
 from ragflow_config.cli import main
 from ragflow_config.pipeline import Registry
+from ragflow_config.pipeline._schema import pipeline_schema
 from ragflow_config.pipeline._validate import check_file
 
 from .conftest import FILES, REPO
@@ -129,21 +130,28 @@ def test_an_unknown_parameter_is_named_against_its_types_parameters(schemas: Pat
     assert message == "'large' is not of type 'integer'"
 
 
-def test_descriptions_defaults_and_bounds_come_from_the_pydantic_fields(schemas: Path) -> None:
-    pipeline = load(schemas / "pipeline.schema.json")
+def test_descriptions_defaults_and_bounds_come_from_the_pydantic_fields(
+    schemas: Path, registry: Registry
+) -> None:
+    strict = pipeline_schema(registry)  # what validate checks expanded values against
+    written = load(schemas / "pipeline.schema.json")
     standalone = load(schemas / "types" / "chunker.approx_token.schema.json")
-    for parameters in (pipeline["$defs"]["chunker.approx_token"], standalone):
+    for parameters in (strict["$defs"]["chunker.approx_token"],):
+        assert parameters["properties"]["chunk_size"]["minimum"] == 1
+        assert parameters["properties"]["overlap"]["minimum"] == 0
+    for parameters in (written["$defs"]["chunker.approx_token"], standalone):
         chunk_size = parameters["properties"]["chunk_size"]
         assert chunk_size["default"] == 512
-        assert chunk_size["minimum"] == 1
-        assert chunk_size["type"] == "integer"
+        # Written for editors: a `${VAR}` passes, any other value meets the field's rules.
+        assert chunk_size["if"]["pattern"] == r"\$\{"
+        assert chunk_size["else"] == {"minimum": 1, "type": "integer"}
         assert chunk_size["description"].startswith("Largest chunk, in approximate tokens")
-        assert parameters["properties"]["overlap"]["minimum"] == 0
+        assert parameters["properties"]["overlap"]["else"]["minimum"] == 0
         assert parameters["additionalProperties"] is False
         assert parameters["description"].startswith("Splits text into pieces")
-    hashing = pipeline["$defs"]["embedding.hashing"]["properties"]["dimensions"]
+    hashing = strict["$defs"]["embedding.hashing"]["properties"]["dimensions"]
     assert (hashing["default"], hashing["minimum"], hashing["maximum"]) == (256, 8, 8192)
-    secret = pipeline["$defs"]["vector_store.qdrant"]["properties"]["api_key_env"]
+    secret = written["$defs"]["vector_store.qdrant"]["properties"]["api_key_env"]
     assert secret["default"] == "QDRANT_API_KEY"
     assert "Environment variable" in secret["description"]
 
@@ -203,31 +211,39 @@ def test_the_committed_schemas_are_fresh(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0, f"the committed schemas are stale; run `ragflow-config schema`:\n{output}"
 
 
-def test_a_pattern_lets_a_reference_through_for_editors_and_validate_checks_its_value(
+def test_the_schemas_for_editors_take_a_reference_where_validate_checks_its_value(
     schemas: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An editor sees `${VAR}` as written; validate sees the value it expands to.
+    validator = Draft202012Validator(load(schemas / "pipeline.schema.json"))
     model = {"type": "openai_compatible", "parameters": {"model": "m"}}
-    for written, errors in (("${API_URL:-https://api.example}", 0), ("ftp://host", 1)):
-        model["parameters"]["base_url"] = written
-        data = {**pipeline_with(embedding="e"), "chat_models": {"chat": model}}
-        validator = Draft202012Validator(load(schemas / "pipeline.schema.json"))
-        assert len(list(validator.iter_errors(data))) == errors, written
+    written = {
+        "base_url": ("${API_URL:-https://api.example}", "ftp://host"),
+        "timeout": ("${TIMEOUT}", "soon"),
+        "dimensions": ("${DIMENSIONS:-256}", "many"),
+    }
+    for key, (reference, wrong) in written.items():
+        for value, errors in ((reference, 0), (wrong, 1)):
+            model["parameters"] = {"model": "m", "dimensions": 8, key: value}
+            data = {**pipeline_with(embedding=model)}
+            assert len(list(validator.iter_errors(data))) == errors, (key, value)
+    standalone = load(schemas / "types" / "embedding.hashing.schema.json")
+    assert not list(Draft202012Validator(standalone).iter_errors({"dimensions": "${D}"}))
     path = tmp_path / "pipeline.yaml"
     path.write_text(
         "version: 1\n"
-        "chat_models:\n"
-        "  chat:\n"
+        "embeddings:\n"
+        "  model:\n"
         "    type: openai_compatible\n"
-        "    parameters: {model: m, base_url: '${API_URL:-ftp://host}'}\n"
+        "    parameters: {model: m, dimensions: 8, base_url: '${API_URL:-ftp://host}'}\n"
         "knowledge_bases:\n"
-        "  - {name: a, embedding: {type: hashing}, vector_store: s, collection: c}\n"
+        "  - {name: a, embedding: model, vector_store: s, collection: c}\n"
         "vector_stores: {s: {type: qdrant}}\n",
         encoding="utf-8",
     )
     monkeypatch.delenv("API_URL", raising=False)
     _, issues = check_file(path)
-    # The message shows the value as written (a variable may hold a secret), the model's pattern.
+    # The value as written (a variable may hold a secret), against the model's own pattern.
     assert [issue.message for issue in issues] == [
         "'${API_URL:-ftp://host}' does not match '^https?://'"
     ]
