@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import defined
 from ._arguments import text_not_blank
-from ._output import EXIT_OK, UsageError
+from ._output import EXIT_OK, UsageError, print_json
 from ._parser import Commands
 
 if TYPE_CHECKING:  # the handler imports the pipeline and the agent: the CLI starts without
@@ -44,6 +44,12 @@ def register(commands: Commands) -> None:
         "--model", metavar="NAME", help="an entry of `chat_models` (default: the only one)"
     )
     chat.add_argument("--system-prompt", default=SYSTEM_PROMPT, help="replace the default prompt")
+    chat.add_argument(
+        "--json",
+        action="store_true",
+        help='print each answer as {"question": ..., "answer": ...}: one JSON document per '
+        "question, so --question gives one",
+    )
 
 
 def _model_name(pipeline: Pipeline, wanted: str | None) -> str:
@@ -113,7 +119,11 @@ def _chat(args: argparse.Namespace) -> int:
             agent = Agent("assistant", args.system_prompt, model, toolkit, built.middlewares)
             for question in _questions(args.question):
                 answer = await agent.reply(Msg("user", question, "user"))
-                print(answer.text, flush=True)
+                if args.json:
+                    print_json({"question": question, "answer": answer.text})
+                    sys.stdout.flush()
+                else:
+                    print(answer.text, flush=True)
         return EXIT_OK
 
     return asyncio.run(session())

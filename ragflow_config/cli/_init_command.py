@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._output import UsageError
+from ._output import UsageError, print_json
 from ._parser import Commands
 
 # Where the file goes by default: the current folder, as `git init` and `dbt init` write
@@ -53,6 +53,12 @@ def register(commands: Commands) -> None:
         metavar="FILE",
         help=f"the pipeline file to write; never overwritten (default: {DEFAULT_OUTPUT})",
     )
+    init.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"file", "knowledge_base", "source", "files", "parsers", "left_out", '
+        '"extras", "next": [...]}',
+    )
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -65,6 +71,26 @@ def _init(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     found, draft, target = written.survey, written.draft, written.target
     parsers = ", ".join(parser.type for parser in draft.parsers)
+    next_steps = [
+        install_line(draft.extras),
+        f"ragflow-config validate {target.file}",
+        f"ragflow-config run {target.file}",
+        f'ragflow-config search {target.file} {target.name} "your question"',
+    ]
+    if args.json:
+        print_json(
+            {
+                "file": str(written.file),
+                "knowledge_base": target.name,
+                "source": str(target.source),
+                "files": found.files,
+                "parsers": [parser.type for parser in draft.parsers],
+                "left_out": {str(t or "unknown"): found.counts[t] for t in draft.unread},
+                "extras": sorted(draft.extras),
+                "next": next_steps,
+            }
+        )
+        return 0
     print(f"wrote {written.file}: {found.files} files in {target.source}/, read by {parsers}")
     for media_type in draft.unread:
         print(
@@ -74,8 +100,6 @@ def _init(args: argparse.Namespace) -> int:
     if not found.pdfs_checked:
         print("  PDFs not checked for scanned pages: install the `rag` extra and init again")
     print("next:")
-    print(f"  {install_line(draft.extras)}")
-    print(f"  ragflow-config validate {target.file}")
-    print(f"  ragflow-config run {target.file}")
-    print(f'  ragflow-config search {target.file} {target.name} "your question"')
+    for step in next_steps:
+        print(f"  {step}")
     return 0

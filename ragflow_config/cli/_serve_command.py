@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._arguments import float_between, int_between
-from ._output import EXIT_OK, UsageError
+from ._output import EXIT_OK, UsageError, print_json
 from ._parser import Commands
+
+if TYPE_CHECKING:  # the handler imports the server: the CLI starts without it
+    from ..server._serve import Serving
 
 TOKEN_HELP = (
     "environment variable holding the bearer token every HTTP request must carry "
@@ -121,12 +126,21 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="put each query's text on its access log line (off by default: queries may be private)",
     )
+    serve.add_argument(
+        "--json",
+        action="store_true",
+        help='once listening, print {"serving": {"url", "mcp", "openapi", "knowledge_bases"}} '
+        "on stdout instead of the line on stderr (HTTP only)",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
     from ..pipeline import Pipeline
     from ..server import DEFAULT_TOKEN_VARIABLE, ServeOptions, read_token, serve
     from ..server._settings import TokenError
+
+    if args.json and args.stdio:
+        raise UsageError("--json announces an HTTP server; with --stdio, stdout speaks MCP")
 
     try:
         token = None if args.stdio else read_token(args.token_env or DEFAULT_TOKEN_VARIABLE)
@@ -165,5 +179,17 @@ def _serve(args: argparse.Namespace) -> int:
             options.host,
         )
     with contextlib.suppress(KeyboardInterrupt):
-        serve(pipeline, stdio=args.stdio, options=options, knowledge_bases=args.kb)
+        serve(
+            pipeline,
+            stdio=args.stdio,
+            options=options,
+            knowledge_bases=args.kb,
+            announce=_announce_json if args.json else None,
+        )
     return EXIT_OK
+
+
+def _announce_json(serving: Serving) -> None:
+    """The address as JSON on stdout, at once: a script waits for it to connect."""
+    print_json({"serving": serving.as_dict()})
+    sys.stdout.flush()

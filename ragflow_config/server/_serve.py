@@ -10,6 +10,7 @@ import math
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -28,6 +29,29 @@ logger = logging.getLogger("ragflow_config.server")
 
 class ListenError(RagflowError):
     """The address cannot be bound (in use, not this machine's, not permitted)."""
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Where a server listens, announced once it does: a line for people, JSON for scripts."""
+
+    url: str
+    mcp_path: str
+    knowledge_bases: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (
+            f"serving {', '.join(self.knowledge_bases)} on {self.url} (MCP at {self.mcp_path}; "
+            "API description at /openapi.json)"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "url": self.url,
+            "mcp": self.url + self.mcp_path,
+            "openapi": f"{self.url}/openapi.json",
+            "knowledge_bases": list(self.knowledge_bases),
+        }
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
@@ -75,12 +99,12 @@ async def serve_http(
     options: ServeOptions | None = None,
     *,
     knowledge_bases: list[str] | None = None,
-    announce: Callable[[str], None] | None = None,
+    announce: Callable[[Serving], None] | None = None,
 ) -> None:
     """Serve the JSON API and MCP over HTTP until SIGTERM or SIGINT, then drain and return.
 
-    ``announce`` receives one line with the address once the socket listens
-    (the command prints it on stderr).
+    ``announce`` receives the address once the socket listens (the command prints
+    it as a line on stderr, or as JSON on stdout under ``--json``).
     """
     options = options or ServeOptions()
     pipeline = as_pipeline(pipeline)
@@ -91,17 +115,17 @@ async def serve_http(
         async with KnowledgeService(
             pipeline, knowledge_bases, request_timeout=options.store_timeout_seconds
         ) as service:
-            names = ", ".join(info.name for info in service.infos)
-            line = (
-                f"serving {names} on http://{shown}:{port} (MCP at {options.mcp_path}; "
-                "API description at /openapi.json)"
+            serving = Serving(
+                f"http://{shown}:{port}",
+                options.mcp_path,
+                tuple(info.name for info in service.infos),
             )
 
             def ready() -> None:
                 # Said from the application's startup, once SIGTERM is handled: the
                 # socket already listens, and waiting connections are served next.
                 if announce is not None:
-                    announce(line)
+                    announce(serving)
 
             app = create_app(service, options, on_ready=ready)
             limits = options.transport_limits(_open_file_limit())
@@ -161,11 +185,13 @@ def serve(
     stdio: bool = False,
     options: ServeOptions | None = None,
     knowledge_bases: list[str] | None = None,
+    announce: Callable[[Serving], None] | None = None,
 ) -> None:
     """Build ``pipeline`` once and serve its knowledge bases read-only; blocks until stopped.
 
     Over HTTP (the JSON API and MCP at ``/mcp``) on ``options.host:port``
-    (127.0.0.1:8765 by default), or MCP over stdio with ``stdio=True``.
+    (127.0.0.1:8765 by default), or MCP over stdio with ``stdio=True``. Over HTTP,
+    ``announce`` gets the address once it listens (default: one line on stderr).
     """
     if stdio:
         asyncio.run(serve_stdio(pipeline, options, knowledge_bases=knowledge_bases))
@@ -175,6 +201,6 @@ def serve(
                 pipeline,
                 options,
                 knowledge_bases=knowledge_bases,
-                announce=lambda line: print(line, file=sys.stderr, flush=True),
+                announce=announce or (lambda serving: print(serving, file=sys.stderr, flush=True)),
             )
         )
