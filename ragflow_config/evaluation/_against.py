@@ -373,6 +373,10 @@ async def _index_and_measure(
                         f"{label}: {kb_report.name}: indexing stopped at the first failure "
                         f"(on_error: fail): {kb_report.aborted}"
                     )
+                if kb_report.no_files:  # an empty index would measure as zero, not fail
+                    raise RagflowError(
+                        f"{label}: {kb_report.name}: {'; '.join(kb_report.unmatched_sources)}"
+                    )
             return {
                 name: await evaluate(built.knowledge_base(name), *queries[name], explain=explain)
                 for name in names

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from _git_repository import repository
 
 from ragflow_config.cli import main
 
@@ -109,3 +110,17 @@ def test_an_existing_collection_gets_a_warning_and_the_guard_judges_the_deletion
         (tmp_path / "corpus" / f"n{i}.md").unlink()
     assert main(["run", str(pipeline), "--workers", "0"]) == 1
     assert "max_delete_fraction" in outputs(capsys)[1]
+
+
+def test_eval_against_a_ref_fails_naming_the_source_rather_than_measure_an_empty_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = repository(tmp_path)
+    pipeline = repo / "pipeline.yaml"
+    text = pipeline.read_text(encoding="utf-8")
+    pipeline.write_text(
+        text.replace("[{path: corpus}]", '[{path: corpus, include: ["*.rst"]}]'), encoding="utf-8"
+    )
+    outputs(capsys)
+    assert main(["eval", str(pipeline), "--against", "main"]) == 1
+    assert "notes: source corpus (include *.rst) matched no file" in outputs(capsys)[1]
