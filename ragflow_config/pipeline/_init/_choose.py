@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..._component import Component
-from .._registry import Registry
+from .._registry import Kind, Registry
 from ._survey import FolderSurvey
 
 Store = Literal["qdrant", "milvus-lite", "pgvector"]
@@ -134,15 +134,13 @@ def choose(found: FolderSurvey, store: Store, model: Model, registry: Registry) 
         choice.size_comment,
     )
     embedding, vector_store = choice.block, STORE_BLOCKS[store]
-    extras: set[str] = set()
-    for kind, block in (
-        *(("parser", parser) for parser in parsers),
-        ("chunker", chunker),
-        ("embedding", embedding),
-        ("vector_store", vector_store),
-    ):
-        cls = registry.get(kind, block.type).cls  # type: ignore[arg-type]
-        extras |= set(_requires(cls, block).values())
+    blocks: list[tuple[Kind, Block]] = [("parser", parser) for parser in parsers]
+    blocks += [("chunker", chunker), ("embedding", embedding), ("vector_store", vector_store)]
+    extras = {
+        extra
+        for kind, block in blocks
+        for extra in _requires(registry.get(kind, block.type).cls, block).values()
+    }
     return Draft(parsers, chunker, embedding, vector_store, extras, unread)
 
 
