@@ -136,7 +136,7 @@ def _search(args: argparse.Namespace) -> int:
     from ..rag._explain import ExplainedHit
 
     async def search() -> int:
-        async with pipeline.build([args.kb]) as built:
+        async with pipeline.build([args.kb], search_only=True) as built:
             hits = await built.knowledge_base(args.kb).search(
                 [args.query],
                 top_k=args.top_k,

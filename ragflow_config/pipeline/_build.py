@@ -110,12 +110,18 @@ class BuiltPipeline:
 
 @contextlib.asynccontextmanager
 async def build(
-    spec: PipelineSpec, folder: Path, registry: Registry, only: list[str] | None = None
+    spec: PipelineSpec,
+    folder: Path,
+    registry: Registry,
+    only: list[str] | None = None,
+    *,
+    search_only: bool = False,
 ) -> AsyncIterator[BuiltPipeline]:
     """Enter every store and model the pipeline (or the named knowledge bases) uses.
 
     Named blocks are built once and shared: two knowledge bases naming one
-    store use one connection.
+    store use one connection. ``search_only`` builds the knowledge bases alone:
+    no parsers, chunkers, executor, embedding cache or middlewares.
     """
     from ..embedding import FileEmbeddingCache
     from ..rag import KnowledgeBase
@@ -146,8 +152,9 @@ async def build(
             return instance
 
         built = BuiltPipeline(spec, folder, {}, [])
-        built.executor = build_component(registry, "executor", spec.execution, folder)
-        if spec.embedding_cache is not None:
+        if not search_only:
+            built.executor = build_component(registry, "executor", spec.execution, folder)
+        if spec.embedding_cache is not None and not search_only:
             settings = spec.embedding_cache
             built.embedding_cache = FileEmbeddingCache(
                 (folder / Path(settings.path).expanduser()).resolve(),
@@ -173,13 +180,15 @@ async def build(
                 reranker=await reranker(rerank.reranker) if rerank is not None else None,
             )
             built.knowledge_bases[kb_spec.name] = knowledge_base
+            if search_only:
+                continue
             built.indexing[kb_spec.name] = IndexingPlan(
                 spec=kb_spec,
                 knowledge_base=knowledge_base,
                 parsers=[build_component(registry, "parser", p, folder) for p in kb_spec.parsers],
                 chunker=build_component(registry, "chunker", kb_spec.chunker, folder),
             )
-        for middleware in spec.middlewares:
+        for middleware in [] if search_only else spec.middlewares:
             if not set(middleware.knowledge_bases) <= set(built.knowledge_bases):
                 continue  # built only for a subset of knowledge bases
             rerank = (

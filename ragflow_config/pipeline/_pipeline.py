@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._errors import ConfigError, defined
 from ._build import BuiltPipeline, build
 from ._registry import Registry, default_registry
-from ._run import RunOptions, RunReport, run
 from ._spec import PipelineSpec
 from ._validate import LoadedPipeline, load_pipeline, source_issues
+
+if TYPE_CHECKING:  # `run` imports the runner: a search or a check needs none of it
+    from ._run import RunOptions, RunReport
 
 
 class Pipeline:
@@ -59,13 +62,19 @@ class Pipeline:
             )
 
     @asynccontextmanager
-    async def build(self, knowledge_bases: list[str] | None = None) -> AsyncIterator[BuiltPipeline]:
+    async def build(
+        self, knowledge_bases: list[str] | None = None, *, search_only: bool = False
+    ) -> AsyncIterator[BuiltPipeline]:
         """Open the stores and build the knowledge bases and middlewares.
 
         With ``knowledge_bases``, only those (and the middlewares using only them) are built.
+        With ``search_only``, only the knowledge bases' stores and models: no parsers,
+        chunkers, executor, embedding cache or middlewares (what `search` needs).
         """
         self._check_names(knowledge_bases)
-        async with build(self.spec, self._loaded.folder, self._registry, knowledge_bases) as built:
+        async with build(
+            self.spec, self._loaded.folder, self._registry, knowledge_bases, search_only=search_only
+        ) as built:
             yield built
 
     async def run(
@@ -79,5 +88,7 @@ class Pipeline:
         issues = source_issues(self._loaded, require_files=False, only=knowledge_bases)
         if issues:
             raise ConfigError(issues)
+        from ._run import RunOptions, run
+
         async with self.build(knowledge_bases) as built:
             return await run(built, knowledge_bases, options or RunOptions())

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from ragflow_config.rag import QdrantStore
+from ragflow_config.rag._stores import qdrant
 
 from .conftest import make_record
 
@@ -43,3 +47,33 @@ async def test_turning_the_log_off_returns_an_existing_file_to_a_rollback_journa
     # And back: a collection that exists before the store opens is switched too.
     assert await write_and_count(tmp_path) == {"doc": 9}
     assert journal_mode(tmp_path, "kb") == "wal"
+
+
+async def test_opening_a_folder_says_how_many_points_it_loaded_and_what_avoids_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Local mode reads every point of every collection on opening, for one search too
+    (issue 40): the log says how many and how long, and above a threshold, warns with the
+    stores that read only what a query needs."""
+    await write_and_count(tmp_path)  # 3 points in "kb"
+    async with QdrantStore(path=str(tmp_path)) as store:
+        await store.create_collection("other", 4)
+        await store.insert(
+            "other", [make_record("d", i, [1.0, 0.0, 0.0, float(i)]) for i in range(2)]
+        )
+    with caplog.at_level(logging.INFO, logger="ragflow_config.stores"):
+        async with QdrantStore(path=str(tmp_path)):
+            pass
+    [loaded] = [r.getMessage() for r in caplog.records if "loaded" in r.getMessage()]
+    assert loaded.startswith(f"QdrantStore({tmp_path}): loaded 5 points of 2 collection(s) in ")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+    caplog.clear()
+    monkeypatch.setattr(qdrant, "_SLOW_LOCAL_OPEN_SECONDS", 0.0)  # every open is "slow"
+    async with QdrantStore(path=str(tmp_path)):
+        pass
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "read all 5 points of its 2 collection(s) into memory" in warning
+    assert (
+        "a Qdrant server (`url`), pgvector or Milvus Lite read only what a query needs" in warning
+    )
