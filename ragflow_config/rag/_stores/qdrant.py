@@ -59,9 +59,12 @@ class QdrantStore(VectorStoreBase):
     """A Qdrant collection per knowledge base.
 
     Exactly one of ``location=":memory:"`` (ephemeral), ``path=`` (local disk,
-    embedded) or ``url=`` (a server) chooses the deployment. ``api_key`` for a
-    server is ``credential`` (or AgentScope's ``api_key=``), or else read from
-    the variable ``api_key_env``.
+    embedded) or ``url=`` (a server) chooses the deployment. An in-memory
+    store keeps its collections for as long as the object lives, across
+    ``async with`` blocks (AgentScope's loses them on leaving one), so code
+    that indexes in one block and searches in the next works in memory too.
+    ``api_key`` for a server is ``credential`` (or AgentScope's ``api_key=``),
+    or else read from the variable ``api_key_env``.
     Points carry ``{"document_id", "chunk"}``; ``metadata_filter`` becomes a
     payload filter on ``chunk.metadata.<key>``.
 
@@ -136,6 +139,8 @@ class QdrantStore(VectorStoreBase):
     async def __aenter__(self) -> QdrantStore:
         qdrant_client = require("qdrant_client", "qdrant")
         p = self.parameters
+        if self._in_memory and self._client is not None:
+            return self  # its collections live in this client, kept since the last block
         if p.url is not None:
             credential = self._credential or QdrantCredential.from_environment(
                 {"api_key": p.api_key_env}
@@ -224,9 +229,13 @@ class QdrantStore(VectorStoreBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._client is not None:
+        if self._client is not None and not self._in_memory:
             client, self._client = self._client, None
             await client.close()
+
+    @property
+    def _in_memory(self) -> bool:
+        return self.parameters.url is None and self.parameters.path is None
 
     def _set_local_journal(self) -> None:
         """Apply ``local_write_ahead_log`` to every collection file the local engine has open.
