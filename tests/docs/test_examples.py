@@ -16,6 +16,13 @@ from ragflow_config.pipeline._validate import check_file
 
 from ._pages import REPO, Block, blocks
 
+# Said with every failure, for whoever adds a block that is not meant to be whole.
+NOT_WHOLE = (
+    "A block that is not meant to be whole says so in an HTML comment on the line before its "
+    "fence: see tests/docs/_pages.py (<!-- not run: why -->, <!-- pipeline fragment: "
+    "knowledge_base -->, <!-- pipeline fragment: pipeline -->, <!-- not a pipeline: why -->)."
+)
+
 PYTHON = [block for block in blocks("python") if not (block.marker or "").startswith("not run:")]
 YAML = blocks("yaml")
 
@@ -65,7 +72,7 @@ def test_each_python_block_runs_as_a_script(block: Block, tmp_path: Path) -> Non
     done = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
-    assert done.returncode == 0, f"{block}: {done.stderr}"
+    assert done.returncode == 0, f"{block}: {done.stderr}\n{NOT_WHOLE}"
     assert done.stdout.strip(), f"{block}: the example printed nothing"
 
 
@@ -78,7 +85,7 @@ def test_each_pipeline_example_is_valid(block: Block, tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_text(text, encoding="utf-8")
     loaded, issues = check_file(path)
-    assert issues == [], f"{block}: " + "\n".join(map(str, issues))
+    assert issues == [], f"{block}: " + "\n".join(map(str, issues)) + f"\n{NOT_WHOLE}"
     assert loaded is not None
 
 
