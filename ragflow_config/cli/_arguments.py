@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .._search_input import (
     MAX_TOP_K,
@@ -24,6 +25,7 @@ from .._search_input import (
     checked_score_threshold,
     checked_top_k,
 )
+from ._output import print_json
 
 
 def _named(name: str, check: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -134,6 +136,23 @@ class ArgumentParser(argparse.ArgumentParser):
     (``--workers=--``) and hands the command an empty list instead of refusing:
     no type sees it, and the command failed later with a traceback.
     """
+
+    # Whether the command line asked for --json: then a refused one is reported as the
+    # JSON error every command prints, not as a usage line on stderr.
+    _json_errors = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        words = list(sys.argv[1:] if args is None else args)
+        self._json_errors = "--json" in words[: words.index("--") if "--" in words else None]
+        return super().parse_known_args(words, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        if self._json_errors:
+            print_json({"error": {"message": f"{self.prog}: {message}"}})
+            self.exit(2)
+        super().error(message)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:

@@ -92,8 +92,8 @@ def _json_output() -> list[str]:
         "",
         "Every command takes `--json`. Its stdout is then one JSON object (never a bare "
         "list), pretty-printed, and nothing else; warnings and progress stay on stderr. "
-        "Where a command cannot do what it was asked, the object is an error, with the "
-        "exit code of the table above:",
+        "Where a command cannot do what it was asked, or its command line is refused, the "
+        "object is an error, with the exit code of the table above:",
         "",
         "```json",
         '{"error": {"message": "what went wrong and what to do",'

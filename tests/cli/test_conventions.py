@@ -246,3 +246,24 @@ def test_serve_json_with_stdio_is_refused(
 ) -> None:
     assert main(["serve", str(project(tmp_path)), "--stdio", "--json"]) == 2
     assert "stdout speaks MCP" in json.loads(output_of(capsys)[0])["error"]["message"]
+
+
+def test_a_command_line_argparse_refuses_is_a_json_error_under_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["search", "pipeline.yaml", "kb", "tea", "--top-k", "0", "--json"])
+    assert exited.value.code == 2
+    out, err = output_of(capsys)
+    assert json.loads(out) == {
+        "error": {
+            "message": "ragflow-config search: argument --top-k: top_k must be from 1 to 50, not 0"
+        }
+    }
+    assert err == ""
+    with pytest.raises(SystemExit):  # without --json: argparse's usage and error on stderr
+        main(["search", "pipeline.yaml", "kb", "tea", "--top-k", "0"])
+    out, err = output_of(capsys)
+    assert out == "" and err.endswith(
+        "error: argument --top-k: top_k must be from 1 to 50, not 0\n"
+    )

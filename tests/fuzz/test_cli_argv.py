@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -75,6 +76,7 @@ def _shard(text: str) -> bool:
 # command -> the arguments that make it parse, and its bounded flags with the
 # range the error must name (None: the message is the flag's own check).
 MINIMAL: dict[str, list[str]] = {
+    "init": [],
     "validate": ["p.yaml"],
     "schema": [],
     "types": [],
@@ -162,6 +164,10 @@ def test_every_command_is_fuzzed() -> None:
 def assert_usage_error(outcome: Outcome) -> None:
     assert outcome.code == 2, (outcome.code, outcome.err)
     assert outcome.seen is None  # the handler never ran
+    if outcome.err == "":  # under --json: the JSON error on stdout, as every command's
+        message = json.loads(outcome.out)["error"]["message"]
+        assert re.match(r"ragflow-config( \w+)?: .+", message), message
+        return
     assert outcome.err.startswith("usage: ragflow-config")
     assert re.search(r"^ragflow-config( \w+)?: error: .+", outcome.err, re.MULTILINE)
 
