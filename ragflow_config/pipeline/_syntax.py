@@ -136,7 +136,10 @@ def _indentation(lines: list[str], number: int) -> str | None:
     deeper = [start for start in starts if start.column > here][-1]
     shallower = [start for start in starts if start.column < here]
     if not shallower:
-        return f"{said}, less than {deeper.named()} ({deeper.column}); indent it to match it"
+        return (
+            f"{said}, less than {deeper.named()} ({deeper.column}); indent it {deeper.column} "
+            f"spaces to match it"
+        )
     return (
         f"{said}, less than {deeper.named()} ({deeper.column}) and more than "
         f"{shallower[0].named()} ({shallower[0].column}), so it lines up with neither; indent "
@@ -157,15 +160,15 @@ def _no_colon(lines: list[str], number: int) -> str | None:
     value = starts[0]
     return (
         f"{value.what} on line {value.line} has no ': ', so YAML reads line {number} as more of "
-        f"it; write line {value.line} as `key: value`, or make it a list item with '- '"
+        f"it; write line {value.line} as `key: value`"
     )
 
 
 # The rules ------------------------------------------------------------------------------
 
-SAME_COLUMN = "the keys of one mapping, and the items of one list, start in the same column"
+_SAME_COLUMN = "the keys of one mapping, and the items of one list, start in the same column"
 _CLOSERS = {"flow mapping": ("{...}", "}"), "flow sequence": ("[...]", "]")}
-_RESERVED = {"@": "'@'", "`": "'`'", "%": "'%'"}
+_RESERVED = ("@", "`", "%")  # a value may not start with these unquoted
 
 
 def _position(mark: StreamMark | None) -> tuple[int, int]:
@@ -177,8 +180,8 @@ def _at(mark: StreamMark | None) -> str:
 
 
 def _plain_words(exc: MarkedYAMLError, text: str) -> tuple[str, tuple[int, int]] | None:
-    """The common syntax errors in plain words, with the mark to report them at; None
-    for the others."""
+    """The common syntax errors in plain words, with the line and column to report them
+    at; None for the others."""
     problem, context = exc.problem or "", exc.context or ""
     mark, opened = exc.problem_mark, exc.context_mark
     lines = text.splitlines()
@@ -284,7 +287,7 @@ def _block_end(
             f"but is no item: start it with '- ' for a new item, or indent it to go on with "
             f"the item on line {aligned[0].line}"
         )
-    return f"line {number} does not continue the {kind} from line {begun}: {SAME_COLUMN}"
+    return f"line {number} does not continue the {kind} from line {begun}: {_SAME_COLUMN}"
 
 
 def _no_value(found: str, number: int) -> str:
@@ -361,10 +364,7 @@ def _cannot_start(problem: str, line: str, mark: StreamMark | None) -> str:
             return "a tab in the indentation: indent with spaces, not tabs"
         return "a tab where a value or key should start: use spaces, not tabs"
     if character in _RESERVED:
-        return (
-            f"a value cannot start with {_RESERVED[character]}, which YAML reserves: "
-            "quote the value"
-        )
+        return f"a value cannot start with '{character}', which YAML reserves: quote the value"
     return f"a value cannot start with {character!r}: quote the value"
 
 

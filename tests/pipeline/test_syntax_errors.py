@@ -100,7 +100,7 @@ MISTAKES = [
         "key_without_colon_above.yaml",
         "4:5",
         "`name notes` on line 3 has no ': ', so YAML reads line 4 as more of it; write line 3 "
-        "as `key: value`, or make it a list item with '- '",
+        "as `key: value`",
     ),
     (
         "colon_in_a_value.yaml",
