@@ -169,6 +169,8 @@ def _no_colon(lines: list[str], number: int) -> str | None:
 _SAME_COLUMN = "the keys of one mapping, and the items of one list, start in the same column"
 _CLOSERS = {"flow mapping": ("{...}", "}"), "flow sequence": ("[...]", "]")}
 _RESERVED = ("@", "`", "%")  # a value may not start with these unquoted
+# What ruamel was scanning, and the character that began it.
+_INDICATORS = {"directive": "%", "tag": "!", "alias": "*", "anchor": "&"}
 
 
 def _position(mark: StreamMark | None) -> tuple[int, int]:
@@ -239,6 +241,10 @@ def _plain_words(exc: MarkedYAMLError, text: str) -> tuple[str, tuple[int, int]]
         ), at
     if problem.startswith("expected the node content, but found "):
         return _no_value(problem.rpartition("but found ")[2].strip("'"), number), at
+    indicator = _INDICATORS.get(context.rpartition(" ")[2])  # "while scanning an alias"
+    if indicator and context.startswith("while "):
+        what = context.rpartition(" ")[2]
+        return f"'{indicator}' starts a YAML {what} here: quote a value that starts with it", at
     if "block scalar" in context and problem.startswith("expected chomping"):
         return (
             "after '|' or '>' only '+', '-' or an indentation digit may follow on its line: "

@@ -156,6 +156,11 @@ MISTAKES = [
         "value that starts with '*' (\"*.md\")",
     ),
     (
+        "star_alone.yaml",
+        "4:19",
+        "'*' starts a YAML alias here: quote a value that starts with it",
+    ),
+    (
         "reserved_character.yaml",
         "4:18",
         "a value cannot start with '@', which YAML reserves: quote the value",
