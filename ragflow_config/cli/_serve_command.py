@@ -57,6 +57,13 @@ def register(commands: Commands) -> None:
     )
     serve.add_argument("--token-env", default=None, metavar="VARIABLE", help=TOKEN_HELP)
     serve.add_argument(
+        "--ui",
+        action="store_true",
+        help="also serve the retrieval-testing page at /ui: search each knowledge base in any "
+        "mode with every hit explained, and browse its documents and chunks (behind the same "
+        "token, signed in once at /ui/login)",
+    )
+    serve.add_argument(
         "--max-body-bytes",
         type=int_between(1024, 1 << 30),
         default=64 * 1024,
@@ -141,6 +148,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.json and args.stdio:
         raise UsageError("--json announces an HTTP server; with --stdio, stdout speaks MCP")
+    if args.ui and args.stdio:
+        raise UsageError("--ui serves a page over HTTP; with --stdio there is no HTTP server")
 
     try:
         token = None if args.stdio else read_token(args.token_env or DEFAULT_TOKEN_VARIABLE)
@@ -154,6 +163,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_query_chars=args.max_query_chars,
         drain_seconds=args.drain_seconds,
         access_log=not args.no_access_log,
+        ui=args.ui,
         log_queries=args.log_queries,
         cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host),

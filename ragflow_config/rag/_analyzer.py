@@ -105,6 +105,19 @@ class Analyzer:
         stem = self._stem
         return [stem(w) for w in words] if stem is not None else words
 
+    def spans(self, text: str) -> list[tuple[int, int, str]]:
+        """``(start, end, term)`` of each word of ``text`` that is a term, in order: where
+        :meth:`terms` finds them (a page highlights the matched ones)."""
+        stem = self._stem
+        found = []
+        # U+2019 becomes an apostrophe, one character for one: the offsets hold.
+        for match in _WORD.finditer(text.replace("\u2019", "'")):
+            word = match.group(0).lower()
+            if word in self._stop_words:
+                continue
+            found.append((match.start(), match.end(), stem(word) if stem is not None else word))
+        return found
+
     def term_id(self, term: str) -> int:
         """A term's stable id in ``[0, TERM_SPACE)``."""
         found = self._ids.get(term)

@@ -148,6 +148,23 @@ class KnowledgeBase:
         twin._ready_lock = asyncio.Lock()
         return twin
 
+    def with_mode(self, mode: Literal["dense", "lexical", "hybrid"]) -> KnowledgeBase:
+        """This knowledge base searching in another retrieval mode, its other settings kept
+        (the retrieval-testing page's toggle). Lexical and hybrid need a collection built
+        with a lexical side; a search says so when it has none."""
+        if mode == self._retrieval.mode:
+            return self
+        return KnowledgeBase(
+            self.name,
+            self.description,
+            self._embedding_model,
+            self._vector_store,
+            self._collection,
+            self._metadata_filter,
+            retrieval=self._retrieval.model_copy(update={"mode": mode}),
+            reranker=self._reranker,
+        )
+
     async def read_pointer(self) -> Pointer | None:
         """The store's pointer for this knowledge base, or ``None`` before its first rebuild."""
         return await self._vector_store.read_pointer(self.pointer_name)

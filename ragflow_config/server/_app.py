@@ -8,7 +8,8 @@ Routes (all JSON; an error is ``{"error": {"message": ...}}`` with a 4xx or
 - ``GET /v1/knowledge-bases`` and ``GET /v1/knowledge-bases/{name}``;
 - ``GET /v1/knowledge-bases/{name}/documents?offset=&limit=``;
 - ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``;
-- ``GET /openapi.json``: the OpenAPI 3.1 description of the above.
+- ``GET /openapi.json``: the OpenAPI 3.1 description of the above;
+- ``/ui``, with ``ServeOptions.ui`` (``serve --ui``): the retrieval-testing page (``_ui``).
 """
 
 from __future__ import annotations
@@ -558,6 +559,10 @@ def create_app(
         Route(options.mcp_path, no_event_stream, methods=["GET"]),
         *mcp_app.routes,
     ]
+    if options.ui:
+        from ._ui import ui_routes  # Jinja2 only when the page is served
+
+        routes += ui_routes()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -597,7 +602,7 @@ def create_app(
             )
         )
     if options.token is not None:
-        middleware.append(Middleware(BearerTokenMiddleware, token=options.token))
+        middleware.append(Middleware(BearerTokenMiddleware, token=options.token, ui=options.ui))
     middleware.append(Middleware(BodyLimitMiddleware, limit=options.max_body_bytes))
     app = Starlette(
         routes=routes,

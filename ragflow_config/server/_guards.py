@@ -77,7 +77,10 @@ class JSONErrorsMiddleware:
             if message["type"] == "http.response.start":
                 started = True
                 content_type = dict(message.get("headers", ())).get(b"content-type", b"")
-                if message["status"] >= 400 and not content_type.startswith(b"application/json"):
+                # A page (the retrieval-testing page's text/html) keeps its own error body.
+                if message["status"] >= 400 and not content_type.startswith(
+                    (b"application/json", b"text/html")
+                ):
                     held = message
                     return
             elif held is not None and message["type"] == "http.response.body":

@@ -19,9 +19,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from .._errors import (
     CollectionMismatchError,
@@ -37,8 +37,9 @@ from ..middleware._rag.format import Query
 from ..middleware._rag.tool import SearchKnowledgeTool
 from ..pipeline import Pipeline
 from ..pipeline._build import BuiltPipeline
+from ..pipeline._generations import most_common, state
 from ..pipeline._spec import MiddlewareSpec, PipelineSpec
-from ..rag import DocumentSummary, KnowledgeBase, VectorSearchResult
+from ..rag import Chunk, DocumentSummary, KnowledgeBase, VectorSearchResult
 from ..rag._stores.base import flatten_filter
 
 logger = logging.getLogger("ragflow_config.server")
@@ -111,6 +112,29 @@ def _consume_outcome(task: asyncio.Future[Any]) -> None:
 def as_pipeline(pipeline: Pipeline | str | Path) -> Pipeline:
     """``pipeline``, loaded from its file when given a path."""
     return pipeline if isinstance(pipeline, Pipeline) else Pipeline.load(pipeline)
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseStatus:
+    """What the store says of a knowledge base: its counts, and what built its collection.
+
+    The store keeps no time of a run; the last run is known by what it left:
+    the live collection, the fingerprint most of its documents were indexed
+    with (and how many were), and the collections kept from earlier rebuilds.
+    """
+
+    name: str
+    description: str
+    mode: str
+    lexical: bool  # whether the live collection has a lexical side (lexical, hybrid modes)
+    indexed: bool
+    documents: int = 0
+    chunks: int = 0
+    collection: str = ""
+    fingerprint: dict[str, str] = field(default_factory=dict)
+    at_fingerprint: int = 0
+    previous: list[str] = field(default_factory=list)
+    building: str | None = None
 
 
 @dataclass(frozen=True)
@@ -455,8 +479,10 @@ class KnowledgeService:
         score_threshold: float | None = None,
         where: dict[str, Any] | None = None,
         explain: bool = False,
+        mode: Literal["dense", "lexical", "hybrid"] | None = None,
     ) -> list[VectorSearchResult]:
-        """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope."""
+        """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope;
+        ``mode`` searches in another retrieval mode than the pipeline's."""
         self.info(name)
         try:
             flatten_filter(where)
@@ -467,6 +493,13 @@ class KnowledgeService:
             kb = await self.knowledge_base(name)
             if not await self._collection_present(kb):
                 return []
+            if mode is not None and mode != kb.retrieval.mode:
+                if mode != "dense" and not await self._has_lexical(kb):
+                    raise BadRequest(
+                        f"{name} was built without a lexical side, which mode {mode!r} needs; "
+                        "set its retrieval mode to lexical or hybrid and run the pipeline"
+                    )
+                kb = kb.with_mode(mode)
             try:
                 return await kb.search(
                     [query],
@@ -490,6 +523,61 @@ class KnowledgeService:
         self.info(name)
         text = self._document_text(name, document_id, max_chunks=max_chunks)
         return await self._bounded(f"knowledge base {name}", text)
+
+    async def list_chunks(
+        self, name: str, document_id: str, *, offset: int = 0, limit: int = 100
+    ) -> list[Chunk]:
+        """A page of one document's chunks, in order, with their metadata."""
+        self.info(name)
+
+        async def chunks() -> list[Chunk]:
+            kb = await self.knowledge_base(name)
+            if not await self._collection_present(kb):
+                return []
+            try:
+                return await kb.list_chunks(document_id, offset=offset, limit=limit)
+            except Exception as exc:
+                raise self._failure(exc) from exc
+
+        return await self._bounded(f"knowledge base {name}", chunks())
+
+    async def status(self, name: str) -> KnowledgeBaseStatus:
+        """A knowledge base's counts and what its last run left (:class:`KnowledgeBaseStatus`)."""
+        info = self.info(name)
+        return await self._bounded(f"knowledge base {name}", self._status(info))
+
+    async def _status(self, info: KnowledgeBaseInfo) -> KnowledgeBaseStatus:
+        kb = await self.knowledge_base(info.name)
+        mode = kb.retrieval.mode
+        if not await self._collection_present(kb):
+            return KnowledgeBaseStatus(info.name, info.description, mode, False, False)
+        try:
+            documents = await kb.list_documents()
+            pointer = await kb.read_pointer()
+            collection = await kb.live_collection()
+            lexical = await self._has_lexical(kb)
+        except Exception as exc:
+            raise self._failure(exc) from exc
+        states = [state(document) for document in documents]
+        fingerprint = most_common(states, "fingerprint") or {}
+        return KnowledgeBaseStatus(
+            info.name,
+            info.description,
+            mode,
+            lexical,
+            True,
+            documents=len(documents),
+            chunks=sum(document.chunk_count for document in documents),
+            collection=collection,
+            fingerprint=fingerprint,
+            at_fingerprint=sum(1 for found in states if found.get("fingerprint") == fingerprint),
+            previous=[g.collection for g in pointer.generations[1:]] if pointer else [],
+            building=pointer.building.collection if pointer and pointer.building else None,
+        )
+
+    async def _has_lexical(self, kb: KnowledgeBase) -> bool:
+        store = kb.vector_store
+        return store.supports_lexical and await store.has_lexical(await kb.live_collection())
 
     async def call_tool(self, arguments: dict[str, Any]) -> Blocks:
         """Run ``search_knowledge`` as the agent's toolkit would, after the arguments are checked."""

@@ -82,6 +82,9 @@ class ServeOptions(BaseModel):
         description="On SIGTERM, how long in-flight requests may finish before they are cut.",
     )
     access_log: bool = Field(default=True, description="One log line per request.")
+    ui: bool = Field(
+        default=False, description="Serve the retrieval-testing page at /ui (`serve --ui`)."
+    )
     log_queries: bool = Field(
         default=False, description="Also log the text of each query (off: queries may be private)."
     )

@@ -164,3 +164,17 @@ async def test_explain_keeps_the_ranking(store: QdrantStore, mode: str) -> None:
         assert [h.model_dump(exclude={"explain"}) for h in explained] == [
             h.model_dump() for h in plain
         ]
+
+
+def test_the_words_a_page_highlights_are_the_terms_the_analyzer_counts() -> None:
+    from ragflow_config.rag._analyzer import Analyzer
+
+    analyzer = Analyzer()
+    text = "The cats\u2019 Sleeping habits: cats SLEEP, don't they? Naïve café owners sleep."
+    spans = analyzer.spans(text)
+    assert [term for _, _, term in spans] == analyzer.terms(text)
+    assert [text[start:end] for start, end, term in spans if term == "sleep"] == [
+        "Sleeping",
+        "SLEEP",
+        "sleep",
+    ]
