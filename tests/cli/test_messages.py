@@ -62,7 +62,7 @@ def test_json_output_keeps_non_ascii_text_as_it_is(
     assert main(["list", str(pipeline), "notes", "--json"]) == 0
     out = output_of(capsys)[0]
     assert '"source": "café.md"' in out
-    assert "café.md" in {document["source"] for document in json.loads(out)}
+    assert "café.md" in {document["source"] for document in json.loads(out)["documents"]}
 
 
 def test_the_run_summary_counts_each_kind_of_change(
