@@ -54,7 +54,7 @@ def _served(repo: Path) -> dict[str, tuple[int, int]]:
             doc["chunk_count"],
             doc["metadata"]["ragflow"]["settings"]["chunker"]["parameters"]["chunk_size"],
         )
-        for doc in json.loads(listed.stdout)
+        for doc in json.loads(listed.stdout)["documents"]
     }
 
 
