@@ -21,7 +21,10 @@ from _ollama_fake import OllamaServer
 from embedding_http._server import EmbeddingServer
 
 from ragflow_config.cli import main
-from ragflow_config.rag import QdrantStore
+from ragflow_config.pipeline._check_env import check_environment
+from ragflow_config.pipeline._registry import Registry
+from ragflow_config.pipeline._validate import load_pipeline
+from ragflow_config.rag import QdrantStore, VectorStoreBase
 
 from .test_kb_commands import output_of
 
@@ -387,3 +390,25 @@ def test_an_invalid_file_is_not_checked(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["validate", "--check-env", str(file)]) == 2
     out, err = output_of(capsys)
     assert "nope" in err and out == ""
+
+
+class PluginStore(QdrantStore):
+    """A store of a plugin that gives no probe: it is reported, never opened."""
+
+    probe = VectorStoreBase.probe
+
+
+def test_a_store_without_a_probe_is_reported_not_checked_and_not_opened(tmp_path: Path) -> None:
+    registry = Registry.from_entry_points()
+    registry.register("vector_store", "plugin_store", PluginStore)
+    file = project(tmp_path, "{type: plugin_store, parameters: {path: store}}")
+    loaded = load_pipeline(file, registry)
+    before = snapshot(tmp_path)
+    checks = asyncio.run(check_environment(loaded, registry))
+    [store] = [check for check in checks if check.kind == "vector_store"]
+    assert store.ok is None
+    assert str(store) == (
+        "--     vector store vector_stores.main (plugin_store): not checked: "
+        f"QdrantStore({tmp_path / 'store'}) has no check that writes nothing"
+    )
+    assert snapshot(tmp_path) == before
