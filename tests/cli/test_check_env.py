@@ -412,3 +412,23 @@ def test_a_store_without_a_probe_is_reported_not_checked_and_not_opened(tmp_path
         f"QdrantStore({tmp_path / 'store'}) has no check that writes nothing"
     )
     assert snapshot(tmp_path) == before
+
+
+def test_a_milvus_server_answers_or_is_reported_unreachable(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    milvus_server_uri: str,
+    closed_port: int,
+) -> None:
+    file = project(tmp_path, f"{{type: milvus_lite, parameters: {{uri: '{milvus_server_uri}'}}}}")
+    code, lines = check_env(capsys, file)
+    assert code == 0, lines
+    assert "the server answers (" in line(lines, "ok     vector store vector_stores.main")
+
+    unreachable = f"http://127.0.0.1:{closed_port}"
+    store = (
+        f"{{type: milvus_lite, parameters: {{uri: '{unreachable}', max_retries: 0, timeout: 2}}}}"
+    )
+    code, lines = check_env(capsys, project(tmp_path, store))
+    assert code == 1
+    assert line(lines, "FAILED vector store vector_stores.main (milvus_lite):")
