@@ -310,3 +310,28 @@ def test_the_other_stores_run_and_search_with_no_edit(
     code, out, _ = cli(capsys, "search", str(pipeline), folder.name, "virtual environment")
     assert code == EXIT_OK and "venv.md" in out
     assert cli(capsys, "reset", str(pipeline), folder.name, "--yes")[0] == EXIT_OK
+
+
+def test_json_says_what_was_written_and_what_to_run_next(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n")
+    (tmp_path / "docs" / "b.bin").write_bytes(b"\x00binary")
+    pipeline = tmp_path / "p.yaml"
+    code, out, _ = cli(capsys, "init", str(tmp_path / "docs"), "-o", str(pipeline), "--json")
+    assert code == EXIT_OK
+    document = json.loads(out)
+    assert document["file"] == str(pipeline) and document["knowledge_base"] == "docs"
+    assert (document["files"], document["parsers"]) == (2, ["markdown"])
+    assert document["left_out"] == {"unknown": 1}
+    assert document["next"] == [
+        install_line(set(document["extras"])),
+        f"ragflow-config validate {pipeline}",
+        f"ragflow-config run {pipeline}",
+        f'ragflow-config search {pipeline} docs "your question"',
+    ]
+    code, out, _ = cli(capsys, "init", str(tmp_path / "docs"), "-o", str(pipeline), "--json")
+    assert (
+        code == EXIT_USAGE and "init never overwrites a file" in json.loads(out)["error"]["message"]
+    )
