@@ -124,6 +124,8 @@ def _json_output() -> list[str]:
         '| `types` | `{KIND: {TYPE: {"class", "distribution", "parameters"}}}`, of one kind '
         "with `types KIND` |",
         '| `schema` | `{"folder", "written": [...]}`; with `--check`, `{"folder", "stale": [...]}` |',
+        '| `init` | `{"file", "knowledge_base", "source", "files", "parsers", "left_out", '
+        '"extras", "next": [...]}` |',
         '| `chat` | `{"question", "answer"}`, one object per question |',
         '| `serve` | `{"serving": {"url", "mcp", "openapi", "knowledge_bases"}}` once it '
         "listens (HTTP only) |",
