@@ -64,3 +64,12 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     reference = (tmp_path / "reference" / "index.html").read_text(encoding="utf-8")
     assert 'id="vector_store-pgvector"' in reference
+
+
+def test_ci_runs_the_readmes_test_command_exactly() -> None:
+    """The README's second command is what CI runs, so a fresh machine reproduces CI."""
+    readme = README.read_text(encoding="utf-8")
+    commands = re.findall(r"^```bash\n(.*?)\n```$", readme, flags=re.M | re.S)
+    [test_command] = [c for c in commands if "pytest" in c]
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in ci
