@@ -79,6 +79,14 @@ def register(commands: Commands) -> None:
                 help="where files are parsed: `local` or `ray`, with that type's defaults "
                 "(default: the pipeline's `execution`)",
             )
+            sub.add_argument(
+                "--adopt",
+                action="store_true",
+                help="take over the documents of the sources' files that no run wrote "
+                "(AgentScope's KnowledgeBase, the Python API), matched by content hash or "
+                "path, keeping their vectors where the model gives the same; without it, "
+                "a run that finds such documents stops before writing (exit 1)",
+            )
             step = sub.add_mutually_exclusive_group()
             step.add_argument(
                 "--shard",
@@ -146,6 +154,7 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
         executor=getattr(args, "executor", None),
         shard=getattr(args, "shard", None),
         prune_only=getattr(args, "prune_only", False),
+        adopt=getattr(args, "adopt", False),
         progress=progress,
         files_found=progress.files_found if progress else None,
     )
@@ -240,8 +249,8 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
         if kb.truncated:
             print(
                 f"{kb.name}: {plural(kb.truncated, 'chunk')} longer than {kb.embedding_model} "
-                "reads of one text, whose ends are not embedded: use the `token` or `heading` "
-                "chunker (sized in the model's word pieces), or a smaller chunk_size",
+                "reads of one text, whose ends are not embedded: use the `recursive`, `token` "
+                "or `heading` chunker (sized in the model's word pieces), or a smaller chunk_size",
                 file=sys.stderr,
             )
         if not report.dry_run and kb.chunks:
@@ -343,6 +352,7 @@ _DRIFT = {
     "delete": "extra",
     "keep": "extra",
     "unreadable": "unreadable",
+    "foreign": "foreign",  # written outside runs: `run --adopt` takes it over
 }
 
 

@@ -38,8 +38,9 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
         "source that matched no file while its collection does not exist yet (`run` and "
         "`plan`: an existing one gets a warning, and the deletion guard judges what the "
         "files' absence deletes), a rebuild not switched to, the mass-deletion guard or "
-        "`--refuse-on-fingerprint-change` refusing; changes pending with `plan --check`; "
-        "drift (`verify`); a missed threshold (`eval`); stale schemas (`schema --check`); "
+        "`--refuse-on-fingerprint-change` refusing, documents of the sources' files that "
+        "no run wrote (`run` without `--adopt`); changes pending with `plan --check`; "
+        "drift or such foreign documents (`verify`); a missed threshold (`eval`); stale schemas (`schema --check`); "
         "a document `copy` left out; a store or model that fails; a document id `delete` "
         "does not find, nothing for `rollback` to switch back to",
     ),

@@ -29,6 +29,7 @@ _LISTED = (
     ("update", "Update"),
     ("repair", "Repair"),
     ("delete", "Delete"),
+    ("foreign", "Written outside runs (`run --adopt` takes them over)"),
 )
 _SKIPPED = ("unsupported", "empty", "skipped", "failed", "unreadable", "keep")
 

@@ -23,7 +23,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
@@ -39,6 +39,7 @@ from ..executors.local import parse_and_chunk
 from ..message import TextBlock
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, ParserBase
 from ..rag._media_types import detect
+from ._adopt import Adoption, Foreign, adopt, find_foreign
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
 from ._generations import (
@@ -70,6 +71,7 @@ Action = Literal[
     "skipped",
     "failed",
     "unreadable",
+    "foreign",  # a document no run wrote (see _adopt)
 ]
 _READ_INLINE_BYTES = 1 << 20
 
@@ -273,6 +275,9 @@ class RunOptions:
     # (N CI jobs index one corpus side by side), and no prune: a shard sees a part.
     shard: tuple[int, int] | None = None
     prune_only: bool = False  # only prune and its guard: the step after every shard has run
+    # Take over the documents of the sources' files that no run wrote (AgentScope's
+    # KnowledgeBase, the API) instead of stopping: see _adopt.
+    adopt: bool = False
     # A dry run whose mass-deletion guard refuses goes on and says so in its report
     # (`deletion_guard`, `refused`) instead of raising RunRefused: a plan can then show
     # everything else too. A run that writes always raises.
@@ -397,6 +402,21 @@ async def _run_knowledge_base(
     live = pointer.live.collection if pointer is not None else kb.collection
     report.live_collection = live
     live_documents = await _documents(kb.pinned(live))
+    adoption = Adoption(find_foreign(kb.name, live_documents.values(), files))
+    if adoption.matched and not options.dry_run:
+        if not options.adopt:
+            raise RunRefused(adoption.refusal(kb.name, live))
+        for foreign in adoption.matched:
+            own_id, reason = await adopt(
+                kb.pinned(live), foreign, lambda data: _revision(content_hash(data), prints)
+            )
+            adoption.adopted[own_id] = reason
+        live_documents = await _documents(kb.pinned(live))
+    report.changes.extend(
+        Change("foreign", foreign.path, foreign.summary.document_id, _foreign_reason(foreign))
+        for foreign in adoption.found
+        if foreign.summary.document_id in live_documents
+    )
     matched = {id(file.source) for file in files}
     report.unmatched_sources = [
         _unmatched(source) for source in plan.spec.sources if id(source) not in matched
@@ -495,6 +515,8 @@ async def _run_knowledge_base(
             return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
+        if doc_id in adoption.adopted:
+            change = replace(change, reason=adoption.adopted[doc_id])
         if report.rebuild and change.action == "add" and doc_id in managed:
             change = Change("update", file.relative, doc_id, rebuilt_because)
         writes = change.action in ("add", "update", "repair") and not options.dry_run
@@ -667,6 +689,13 @@ class _Ahead:
     def files(self) -> int:
         left = self.total - self.reached
         return left * sum(self.recent) // len(self.recent) if self.recent else left
+
+
+def _foreign_reason(foreign: Foreign) -> str:
+    written = "written outside runs (by AgentScope's KnowledgeBase or the API)"
+    if foreign.file is None:
+        return f"{written}; no source file matches it: `run --adopt` leaves it, `delete` removes it"
+    return f"{written}: `run --adopt` takes it over as {foreign.file.relative}"
 
 
 def _unmatched(source: SourceSpec) -> str:
