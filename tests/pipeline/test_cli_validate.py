@@ -69,7 +69,9 @@ def test_json_lists_every_issue_with_its_place(
         1,
         "",
     )
-    assert syntax["message"].startswith("YAML syntax: found character '\\t'")
+    assert (
+        syntax["message"] == "YAML syntax: a tab in the indentation: indent with spaces, not tabs"
+    )
 
 
 def test_json_of_a_valid_file_has_no_issues(
