@@ -85,6 +85,7 @@ def measure(
         cwd=folder,
         check=True,
         env=plain,
+        capture_output=True,
     )
     runs = [(tree, name) for tree in trees for name in argvs]
     results: dict[tuple[str, str], list[tuple[float, float]]] = {run: [] for run in runs}

@@ -25,6 +25,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -106,7 +107,7 @@ class ParserProcesses(StartedExecutor):
 
     def _new_executor(self) -> concurrent.futures.ProcessPoolExecutor:
         return concurrent.futures.ProcessPoolExecutor(
-            self._workers, mp_context=self._context, initializer=_yield_to_the_event_loop
+            self._workers, mp_context=self._context, initializer=_start_worker
         )
 
     def _start_in_background(self) -> None:
@@ -274,12 +275,12 @@ async def parse_and_chunk(
 def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome]:
     """The worker side of a task: each file's result, or the error it raised.
 
-    Past a file's time limit, faulthandler's watchdog thread prints where the
-    parser is stuck to stderr and exits the process.
+    Past a file's time limit, faulthandler prints where the parser is stuck to
+    stderr and the process ends (``_watch``).
     """
     outcomes: list[Outcome] = []
     for request in requests:
-        faulthandler.dump_traceback_later(parse_timeout, exit=True)
+        _watch(parse_timeout)
         try:
             outcomes.append((True, _prepare_sync(request)))
         except Exception as exc:
@@ -289,8 +290,31 @@ def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome
                 exc = RuntimeError(f"{type(exc).__name__}: {exc}")
             outcomes.append((False, exc))
         finally:
-            faulthandler.cancel_dump_traceback_later()
+            _unwatch()
     return outcomes
+
+
+# A file's time limit is an interval timer whose SIGALRM faulthandler answers in C, so
+# a parser stuck in C code that holds the GIL is caught too: it prints where the parser
+# is stuck, then the signal's default action ends the process. Arming the timer is one
+# system call, where faulthandler.dump_traceback_later starts (and cancelling joins) a
+# thread for every file: a quarter of a parser process's samples under py-spy on a
+# loaded host. Without interval timers (Windows), the watchdog thread does it.
+_TIMER = hasattr(signal, "setitimer")
+
+
+def _watch(seconds: float) -> None:
+    if _TIMER:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    else:
+        faulthandler.dump_traceback_later(seconds, exit=True)
+
+
+def _unwatch() -> None:
+    if _TIMER:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    else:
+        faulthandler.cancel_dump_traceback_later()
 
 
 async def _prepare(
@@ -324,7 +348,10 @@ def _prepare_sync(request: Request) -> Prepared:
 _worker_loop: asyncio.AbstractEventLoop | None = None
 
 
-def _yield_to_the_event_loop() -> None:
-    """Parser processes give way to the event loop's store writes, the pipeline's serial part."""
+def _start_worker() -> None:
+    """Parser processes give way to the event loop's store writes, the pipeline's serial
+    part, and answer their time limit's alarm (see ``_watch``)."""
     if hasattr(os, "nice"):
         os.nice(5)
+    if _TIMER:  # chained to the default action, which ends the process
+        faulthandler.register(signal.SIGALRM, chain=True)
