@@ -13,6 +13,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from .._errors import ConfigError, ConfigIssue, format_path
+from ..pipeline._syntax import syntax_issue
 
 Loc = tuple[int | str, ...]
 
@@ -170,13 +171,11 @@ def _check_unique_ids(
 
 
 def _load_yaml(path: Path) -> list[JudgedQuery]:
+    text = _read(path)
     try:
-        document = YAML(typ="rt", pure=True).load(_read(path))
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
-        raise ConfigError([_issue(path, line, column, f"YAML syntax: {problem}")]) from None
+        document = YAML(typ="rt", pure=True).load(text)
+    except MarkedYAMLError as exc:  # in the words pipeline files get
+        raise ConfigError([syntax_issue(str(path), text, exc)]) from None
     except YAMLError as exc:
         raise ConfigError([_issue(path, 1, 1, f"YAML syntax: {exc}")]) from None
     if not isinstance(document, CommentedMap):

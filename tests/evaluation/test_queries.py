@@ -104,7 +104,7 @@ def test_yaml_duplicate_ids_and_sources(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("queries:\n  - {id: a\n", r"q\.yaml:3:1: YAML syntax: .*"),
+        ("queries:\n  - {id: a\n", r"q\.yaml:2:5: YAML syntax: the \{\.\.\.\} that opens here .*"),
         (
             "- {id: a, query: b, relevant: []}\n",
             r"q\.yaml:1:1: expected a mapping with a `queries`",
@@ -263,16 +263,21 @@ def test_a_judgement_matches_only_its_own_source() -> None:
     assert Judgement(source="a.md").matches("a.md", "anything")
 
 
-def test_yaml_syntax_errors_give_the_parser_position_and_problem(tmp_path: Path) -> None:
+def test_yaml_syntax_errors_are_said_as_for_pipeline_files(tmp_path: Path) -> None:
     alias = write(tmp_path, "alias.yaml", "queries: &x []\nother: *y\n")
     with pytest.raises(ConfigError) as error:
         load_queries(alias)
-    assert issues(error) == [f"{alias}:2:8: YAML syntax: found undefined alias 'y'"]
+    assert issues(error) == [
+        f"{alias}:2:8: YAML syntax: *y reads as a reference to an anchor &y, and none is "
+        "defined above it: quote a value that starts with '*' (\"*y\")"
+    ]
     flow = write(tmp_path, "flow.yaml", "queries: [a, b\n")
     with pytest.raises(ConfigError) as error:
         load_queries(flow)
-    [message] = issues(error)
-    assert message.startswith(f"{flow}:2:1: YAML syntax: while parsing a flow sequence expected")
+    assert issues(error) == [
+        f"{flow}:1:10: YAML syntax: the [...] that opens here is never closed (the file ends "
+        "inside it): close it with ']'"
+    ]
 
 
 def test_a_control_character_is_a_yaml_error_at_the_start(tmp_path: Path) -> None:
