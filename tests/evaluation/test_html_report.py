@@ -112,6 +112,31 @@ def test_the_report_has_one_bar_per_query_sorted_worst_first(compared: tuple[str
     assert any(after[q] != before[q] for q in before)  # the two runs differ somewhere
 
 
+def test_one_run_has_a_bar_per_query_lowest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "corpus").mkdir()
+    for file, text in DOCUMENTS.items():
+        (tmp_path / "corpus" / file).write_text(text, encoding="utf-8")
+    (tmp_path / "queries.yaml").write_text(QUERIES, encoding="utf-8")
+    dense = pipeline(tmp_path, "dense", "dense")
+    assert main(["run", str(dense), "--workers", "0"]) == 0
+    out = tmp_path / "one.html"
+    capsys.readouterr()
+    assert main(["eval", str(dense), "--json", "--html", str(out)]) == 0
+    [result] = json.loads(capsys.readouterr().out)["results"]["notes"].values()
+    report = out.read_text(encoding="utf-8")
+    drawn = bars(svg(report, "per-query"))
+    values = {q["id"]: q["metrics"]["ndcg"] for q in result["queries"]}
+    expected = sorted(values.items(), key=lambda item: (item[1], item[0]))
+    assert [b.get("data-label") for b in drawn] == [query for query, _ in expected]
+    assert [float(b.get("data-value", "nan")) for b in drawn] == pytest.approx(
+        [value for _, value in expected], abs=1e-6
+    )
+    assert {b.get("class") for b in drawn} == {"bar neutral"}
+    assert "p-value" not in report  # nothing compared
+
+
 def test_the_rank_chart_counts_every_relevant_source_once_per_run(
     compared: tuple[str, dict],
 ) -> None:

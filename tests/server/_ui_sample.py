@@ -32,12 +32,12 @@ knowledge_bases:
 """
 
 
-async def sample(folder: Path) -> Path:
-    """The pipeline file, indexed."""
+async def sample(folder: Path, mode: str = "hybrid") -> Path:
+    """The pipeline file, indexed (with a lexical side unless ``mode`` is dense)."""
     (folder / "notes").mkdir(parents=True)
     for name, text in NOTES.items():
         (folder / "notes" / name).write_text(text, encoding="utf-8")
     path = folder / "pipeline.yaml"
-    path.write_text(PIPELINE, encoding="utf-8")
+    path.write_text(PIPELINE.replace("mode: hybrid", f"mode: {mode}"), encoding="utf-8")
     await Pipeline.load(path).run(options=RunOptions(workers=0))
     return path

@@ -115,6 +115,21 @@ def test_the_document_browser_lists_documents_and_one_documents_chunks_in_order(
         assert client.get("/ui/kb/pets/documents/nope").status_code == 404
 
 
+async def test_a_collection_without_a_lexical_side_is_searched_dense_only(
+    tmp_path: Path, server_process: type[ServerProcess]
+) -> None:
+    server = server_process(str(await sample(tmp_path, mode="dense")), "--ui")
+    with httpx.Client(base_url=server.url) as client:
+        page = client.get("/ui/kb/pets")
+        assert re.search(r'value="lexical" disabled', page.text)
+        assert re.search(r'value="dense" checked', page.text)
+        forced = client.get("/ui/kb/pets", params={"q": "cats", "mode": "lexical"})
+        assert "built without a lexical side, which mode &#39;lexical&#39; needs" in forced.text
+        assert '<li class="hit">' not in forced.text
+        dense = client.get("/ui/kb/pets", params={"q": "cats"})
+        assert dense.text.count('<li class="hit">') == 5
+
+
 def test_the_page_is_behind_the_host_and_origin_checks(
     indexed: Path, server_process: type[ServerProcess]
 ) -> None:
