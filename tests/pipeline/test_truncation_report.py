@@ -66,7 +66,7 @@ def test_run_counts_the_chunks_longer_than_the_models_window(
     [change] = report["changes"]
     assert report["chunks_truncated"] == change["truncated"] > 0
     assert f", {report['chunks_truncated']} truncated" in text
-    assert "use the `token` or `heading` chunker" in text
+    assert "use the `recursive`, `token` or `heading` chunker" in text
 
     # What MiniLM's tokenizer says of the stored chunks: the count is exact.
     assert (
