@@ -90,7 +90,9 @@ class ParserProcesses(StartedExecutor):
             libraries = {
                 name for plan in plans for parser in plan.parsers for name in parser.requires
             }
-            context.set_forkserver_preload([__name__, *sorted(components | libraries)])
+            context.set_forkserver_preload(
+                [__name__, *sorted(components | libraries), f"{__package__}._frozen"]
+            )
         self._context = context
         self._workers = workers
         self._parse_timeout = parse_timeout

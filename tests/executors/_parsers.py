@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -34,3 +35,13 @@ class WorkerKillingTextParser(TextParser):
                 marker.write_text(str(os.getpid()))
                 os.kill(os.getpid(), signal.SIGKILL)
         return await super().parse(file, filename)
+
+
+class FreezeCountParser(TextParser):
+    """Puts ``gc.get_freeze_count()`` of the process that parses into each section."""
+
+    async def parse(self, file: bytes | str, filename: str) -> list[Section]:
+        return [
+            section.model_copy(update={"metadata": {"frozen": gc.get_freeze_count()}})
+            for section in await super().parse(file, filename)
+        ]

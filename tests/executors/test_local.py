@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
-from executors._parsers import HangingTextParser
+from executors._parsers import FreezeCountParser, HangingTextParser
 from ragflow_config import ParserError
 from ragflow_config.executors.base import time_limit_reason
 from ragflow_config.executors.local import ParserProcesses
@@ -34,3 +35,18 @@ async def test_a_file_past_its_time_limit_fails_alone_and_the_others_parse() -> 
         name: [chunk.content.text for chunk in chunks] for name, (chunks, _) in results.items()
     }
     assert parsed == {name: [data.decode()] for name, data in good}
+
+
+async def test_parser_processes_fork_from_a_server_whose_imports_are_frozen() -> None:
+    """Frozen, the server's imported objects are never visited by a parser process's
+    garbage collector, so their pages stay shared (issue 40: ~15 MB of PSS on 2,000 files)."""
+    parser, chunker = FreezeCountParser(), ApproxTokenChunker(chunk_size=32, overlap=4)
+    processes = ParserProcesses(1, [])
+    try:
+        here, _ = await processes.prepare(parser, chunker, None, b"parsed here", "a.txt")
+        assert processes._started is not None and await processes._started
+        there, _ = await processes.prepare(parser, chunker, None, b"parsed there", "b.txt")
+    finally:
+        processes.shutdown()
+    assert here[0].metadata["frozen"] == gc.get_freeze_count()  # this process: as it was
+    assert there[0].metadata["frozen"] > 1000  # every object the server had imported
