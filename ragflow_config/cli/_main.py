@@ -100,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CLOSED_PIPE
     except Interrupted as exc:
-        print(exc, file=sys.stderr)
+        if as_json:
+            print_error(str(exc), as_json)
+        else:
+            print(exc, file=sys.stderr)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
+        if as_json:  # --json promises one document, an interruption included
+            print_error("interrupted", as_json)
         return EXIT_INTERRUPTED

@@ -267,3 +267,18 @@ def test_a_command_line_argparse_refuses_is_a_json_error_under_json(
     assert out == "" and err.endswith(
         "error: argument --top-k: top_k must be from 1 to 50, not 0\n"
     )
+
+
+def test_ctrl_c_under_json_is_a_json_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path)
+
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Pipeline, "build", ctrl_c)
+    assert main(["list", str(pipeline), "notes", "--json"]) == 130
+    assert json.loads(output_of(capsys)[0]) == {"error": {"message": "interrupted"}}
+    assert main(["list", str(pipeline), "notes"]) == 130
+    assert output_of(capsys) == ("", "")
