@@ -282,3 +282,22 @@ def test_ctrl_c_under_json_is_a_json_error(
     assert json.loads(output_of(capsys)[0]) == {"error": {"message": "interrupted"}}
     assert main(["list", str(pipeline), "notes"]) == 130
     assert output_of(capsys) == ("", "")
+
+
+def test_reset_json_asks_on_stderr_and_keeps_stdout_one_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ._terminal import Terminal
+
+    pipeline = project(tmp_path)
+    assert main(["run", str(pipeline), "--workers", "0"]) == 0
+    output_of(capsys)
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    assert main(["reset", str(pipeline), "notes", "--json"]) == 1
+    out, err = output_of(capsys)
+    assert json.loads(out) == {"error": {"message": "nothing deleted"}}
+    assert err == "Delete every document of notes (collection 'notes')? [y/N] "
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    assert main(["reset", str(pipeline), "notes", "--json"]) == 0
+    out, err = output_of(capsys)
+    assert json.loads(out) == {"knowledge_base": "notes", "collection_dropped": True}
