@@ -772,8 +772,11 @@ async def _prepare(
     data: bytes,
     processes: StartedExecutor | None,
     files_ahead: int,
+    *,
+    stored: bool = False,
 ) -> _Prepared | Change:
-    """The file's embeddable chunks, or the change that ends its story: unsupported, failed, empty."""
+    """The file's embeddable chunks, or the change that ends its story: unsupported, failed,
+    empty, skipped. ``stored``: whether the collection written to holds a version of it."""
     kb = plan.knowledge_base
     media_type = detect(file.relative, data)
     parser = next((p for p in plan.parsers if media_type in p.supported_media_types), None)
@@ -802,9 +805,10 @@ async def _prepare(
         return Change("failed", file.relative, change.document_id, exc.cause)
     except Exception as exc:  # a parser's own bug must not end the run; report it
         return Change("failed", file.relative, change.document_id, f"{type(exc).__name__}: {exc}")
-    if change.action == "add" and chunks and not any(_embeds(kb, c) for c in chunks):
+    if not stored and chunks and not any(_embeds(kb, c) for c in chunks):
         # Reported here, once per command, rather than warned about by the knowledge
         # base: nothing is stored for it, so every run finds it new and parses it again.
+        # A rebuild for a text-only model skips it too, and switches without it.
         return Change("skipped", file.relative, change.document_id, _text_only(kb, parser))
     chunks = kb.embeddable_chunks(chunks)  # names the images of a file indexed in part
     if not chunks and change.action == "add":
@@ -846,7 +850,9 @@ async def _write(
 ) -> Change:
     """Write a file's new version; ``prints`` and ``settings`` describe the pipeline,
     ``counts`` gains where its vectors came from."""
-    prepared = await _prepare(plan, change, file, data, processes, files_ahead)
+    prepared = await _prepare(
+        plan, change, file, data, processes, files_ahead, stored=previous is not None
+    )
     if isinstance(prepared, Change):
         return prepared
     media_type, chunks, embedded = prepared.media_type, prepared.chunks, prepared.embedded

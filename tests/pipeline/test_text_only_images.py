@@ -15,14 +15,12 @@ from PIL import Image
 
 from ragflow_config.cli import main
 from ragflow_config.embedding import (
-    DashScopeEmbeddingModel as DashScopeEmbedding,
+    DashScopeEmbeddingModel,
+    GeminiEmbeddingModel,
+    HashingEmbeddingModel,
 )
-from ragflow_config.embedding import (
-    GeminiEmbeddingModel as GeminiEmbedding,
-)
-from ragflow_config.embedding import (
-    HashingEmbeddingModel as HashingEmbedding,
-)
+from ragflow_config.message import DataBlock
+from ragflow_config.pipeline import Pipeline, Registry, RunOptions
 
 PIPELINE = """\
 version: 1
@@ -91,10 +89,10 @@ def test_validate_has_no_advice_once_the_image_parser_reads_text(
 
 def test_a_model_knows_whether_it_embeds_images_before_it_is_built() -> None:
     """What validate reads, with no credential set: per model name where a provider has both."""
-    assert not HashingEmbedding.multimodal_for(HashingEmbedding.Parameters(dimensions=8))
+    assert not HashingEmbeddingModel.multimodal_for(HashingEmbeddingModel.Parameters(dimensions=8))
     for provider, multimodal, text in (
-        (GeminiEmbedding, "gemini-embedding-2-preview", "gemini-embedding-001"),
-        (DashScopeEmbedding, "multimodal-embedding-v1", "text-embedding-v4"),
+        (GeminiEmbeddingModel, "gemini-embedding-2-preview", "gemini-embedding-001"),
+        (DashScopeEmbeddingModel, "multimodal-embedding-v1", "text-embedding-v4"),
     ):
         assert provider.multimodal_for(provider.Parameters(model=multimodal, dimensions=8))
         assert not provider.multimodal_for(provider.Parameters(model=text, dimensions=8))
@@ -172,3 +170,42 @@ def test_with_ocr_on_an_image_without_text_is_skipped_saying_ocr_found_none(
         f"docs: skipped photo.png: {WHY} and OCR found no text in it; "
         "a multimodal model would embed it"
     ) in err.splitlines()
+
+
+class _SeesImages(HashingEmbeddingModel):
+    """A multimodal model for the test: an image embeds as the hash of its base64 data."""
+
+    supports_multimodal = True
+
+    @property
+    def model(self) -> str:
+        return "sees-images-v1"
+
+    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
+        return [
+            self.embed_text(item if isinstance(item, str) else str(item.source)) for item in batch
+        ]
+
+
+async def test_a_rebuild_for_a_text_only_model_skips_the_images_and_switches(
+    tmp_path: Path,
+) -> None:
+    """From a multimodal model, which stored the image, to a text-only one: the rebuild
+    beside the live collection skips the image, where it would stay blocked missing it."""
+    registry = Registry.from_entry_points()
+    registry.register("embedding", "sees_images", _SeesImages)
+    pipeline = folder(tmp_path)
+    text = pipeline.read_text(encoding="utf-8")
+    pipeline.write_text(text.replace("type: hashing", "type: sees_images"), encoding="utf-8")
+    [kb] = (
+        await Pipeline.load(pipeline, registry).run(options=RunOptions(workers=0))
+    ).knowledge_bases
+    assert kb.count("add") == 2  # the image stored, as an image
+
+    pipeline.write_text(text, encoding="utf-8")  # the hashing model: text only
+    [kb] = (
+        await Pipeline.load(pipeline, registry).run(options=RunOptions(workers=0))
+    ).knowledge_bases
+    assert kb.rebuild is not None and kb.rebuild.switched, kb.rebuild
+    [skipped] = [c for c in kb.changes if c.path == "photo.png"]
+    assert (skipped.action, skipped.reason) == ("skipped", f"{WHY}; {HINT}")
