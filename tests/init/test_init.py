@@ -335,3 +335,34 @@ def test_json_says_what_was_written_and_what_to_run_next(
     assert (
         code == EXIT_USAGE and "init never overwrites a file" in json.loads(out)["error"]["message"]
     )
+
+
+@pytest.mark.parametrize("model", ["openai", "ollama"])
+def test_a_remote_model_finds_its_server_and_key_in_the_environment(
+    model: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file names variables only; the local fake servers answer where they point."""
+    if model == "openai":
+        server = request.getfixturevalue("embedding_server")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    else:
+        server = request.getfixturevalue("ollama_server")
+        server.vector_length = 768  # nomic-embed-text's
+        monkeypatch.setenv("OLLAMA_HOST", server.host)
+    (tmp_path / "docs").mkdir()
+    shutil.copy(ROOT / "pipelines/corpus/tutorial/venv.md", tmp_path / "docs" / "venv.md")
+    pipeline = tmp_path / "p.yaml"
+    assert (
+        cli(capsys, "init", str(tmp_path / "docs"), "-o", str(pipeline), "--model", model)[0] == 0
+    )
+    assert "sk-from-the-environment" not in pipeline.read_text()
+    code, out, _ = cli(capsys, "run", str(pipeline))
+    assert code == EXIT_OK and "did add 1," in out
+    assert server.requests  # the chunks went to the server the environment names
+    code, out, _ = cli(capsys, "search", str(pipeline), "docs", "virtual environment")
+    assert code == EXIT_OK and "venv.md" in out
