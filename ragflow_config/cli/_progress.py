@@ -13,9 +13,9 @@ from rich.text import Text
 
 from ..pipeline import Change
 
-# What a file costs only when it is parsed and embedded (or fails to be): an unchanged
-# or skipped one is decided in microseconds, and would make the rate meaningless.
-_PROCESSED = ("add", "update", "repair", "failed")
+# The files a run parsed (and embedded what it found): an unchanged, unsupported or
+# skipped one is decided in microseconds or nearly, and would make the rate meaningless.
+_PROCESSED = ("add", "update", "repair", "empty", "failed")
 
 
 class _Rate(ProgressColumn):

@@ -171,9 +171,13 @@ def _rate_shown(changes: list[Change]) -> float:
 
 def test_the_rate_counts_only_files_processed_not_unchanged_or_skipped_ones() -> None:
     unchanged = [Change("unchanged", f"{i}.md", f"id-{i}") for i in range(1000)]
-    skipped = [Change("skipped", "b.png", "id-b", "the model embeds text only")]
+    skipped = [
+        Change("skipped", "b.png", "id-b", "the model embeds text only"),
+        Change("unsupported", "c.bin", "id-c", "unknown file type"),
+    ]
     assert _rate_shown(unchanged + skipped) == 0.0  # was thousands of files/s
-    assert _rate_shown([*unchanged, Change("add", "c.md", "id-c", "new file", 1)]) > 0
+    assert _rate_shown([*unchanged, Change("add", "d.md", "id-d", "new file", 1)]) > 0
+    assert _rate_shown([*unchanged, Change("empty", "e.md", "id-e", "nothing to index")]) > 0
 
 
 def test_log_records_print_through_the_display_not_into_it() -> None:
