@@ -11,8 +11,8 @@ import weakref
 from abc import abstractmethod
 from collections import Counter, deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal
+from dataclasses import InitVar, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -68,8 +68,17 @@ class EmbeddingResponse(_ReadByKey):
     type: Literal["embedding"] = "embedding"
     usage: EmbeddingUsage | None = None
     source: Literal["cache", "api"] = "api"
-    cache_hits: int = 0
-    cache_misses: int = 0
+    # Taken by the constructor, then plain attributes, not fields: AgentScope's tests
+    # compare ``asdict(response)`` with its fields alone. Type checkers see fields.
+    if TYPE_CHECKING:
+        cache_hits: int = 0
+        cache_misses: int = 0
+    else:
+        cache_hits: InitVar[int] = 0
+        cache_misses: InitVar[int] = 0
+
+        def __post_init__(self, cache_hits: int, cache_misses: int) -> None:
+            self.cache_hits, self.cache_misses = cache_hits, cache_misses
 
 
 class EmbeddingParameters(ComponentParameters):
