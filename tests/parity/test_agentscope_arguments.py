@@ -82,3 +82,17 @@ def test_message_accessors_answer_as_agentscopes() -> None:
             for b in theirs.get_content_blocks(kind)  # type: ignore[arg-type]
         ]
     assert Msg("u", [data], "user").get_text_content() is None
+
+
+def test_an_embedding_response_dumps_to_agentscopes_fields() -> None:
+    """AgentScope's embedding tests compare ``asdict(response)`` with its fields: the run's
+    cache counts ride along as attributes, not fields."""
+    from dataclasses import asdict
+
+    import agentscope.embedding as theirs
+
+    from ragflow_config.embedding import EmbeddingResponse
+
+    ours = EmbeddingResponse(embeddings=[[1.0]], cache_hits=1, cache_misses=0)
+    assert asdict(ours).keys() == asdict(theirs.EmbeddingResponse(embeddings=[[1.0]])).keys()
+    assert (ours.cache_hits, ours.cache_misses) == (1, 0)
