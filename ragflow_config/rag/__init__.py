@@ -38,7 +38,15 @@ if TYPE_CHECKING:
     from ._parsers.pptx import PPTParser
     from ._parsers.records import RecordsParser
     from ._parsers.text import TextParser
-    from ._retrieval import Bm25Settings, FusionSettings, RerankSettings, RetrievalSettings
+    from ._retrieval import (
+        Bm25Settings,
+        FeedbackSettings,
+        FusionSettings,
+        RerankSettings,
+        RetrievalSettings,
+        Rm3Settings,
+        RocchioSettings,
+    )
     from ._stores.base import VectorStoreBase
     from ._stores.elasticsearch import ElasticsearchStore
     from ._stores.milvus import MilvusLiteStore
@@ -62,6 +70,7 @@ __getattr__ = lazy_exports(
         "ElasticsearchStore": "._stores.elasticsearch",
         "EmailParser": "._parsers.eml",
         "ExcelParser": "._parsers.excel",
+        "FeedbackSettings": "._retrieval",
         "FusionSettings": "._retrieval",
         "HTMLParser": "._parsers.html",
         "HeadingChunker": "._chunkers.heading",
@@ -78,6 +87,8 @@ __getattr__ = lazy_exports(
         "RecordsParser": "._parsers.records",
         "RecursiveChunker": "._chunkers.recursive",
         "RerankSettings": "._retrieval",
+        "Rm3Settings": "._retrieval",
+        "RocchioSettings": "._retrieval",
         "RetrievalSettings": "._retrieval",
         "Section": "._document",
         "TextParser": "._parsers.text",
@@ -101,6 +112,7 @@ __all__ = [
     "ElasticsearchStore",
     "EmailParser",
     "ExcelParser",
+    "FeedbackSettings",
     "FusionSettings",
     "HTMLParser",
     "HeadingChunker",
@@ -120,6 +132,8 @@ __all__ = [
     "RecursiveChunker",
     "RerankSettings",
     "RetrievalSettings",
+    "Rm3Settings",
+    "RocchioSettings",
     "Section",
     "TextParser",
     "TokenChunker",

@@ -10,7 +10,7 @@ in force. Ranks count from 1 within one query's ranking on that side.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..message import TextBlock
 from ._analyzer import Analyzer
 from ._document import VectorSearchResult
-from ._retrieval import RetrievalSettings, document_weights, ordered
+from ._retrieval import HitKey, RetrievalSettings, document_weights, hit_key, ordered
 
 
 class _Record(BaseModel):
@@ -35,6 +35,13 @@ class TermMatch(_Record):
     contribution: float = Field(description="query_weight x document_weight.")
 
 
+class ChunkScore(_Record):
+    """One chunk a side found of a document (``group_by: document``)."""
+
+    chunk_index: int
+    score: float = Field(description="The chunk's own score on that side.")
+
+
 class DenseExplain(_Record):
     """The hit on the dense (embedding similarity) side."""
 
@@ -42,6 +49,11 @@ class DenseExplain(_Record):
         description="Its place in the dense ranking; null when the dense side did not return it."
     )
     score: float | None = Field(description="The store's similarity; null when not returned.")
+    chunks: list[ChunkScore] | None = Field(
+        default=None,
+        description="With `group_by: document`: the document's chunks this side found, best "
+        "first, that its score aggregates.",
+    )
 
 
 class LexicalExplain(_Record):
@@ -52,7 +64,14 @@ class LexicalExplain(_Record):
         "return it (past its candidates, or no term in common)."
     )
     score: float = Field(description="Its BM25 score (the sum of the terms' contributions).")
-    terms: list[TermMatch] = Field(description="The matched terms, largest contribution first.")
+    terms: list[TermMatch] = Field(
+        description="The matched terms of the chunk the hit carries, largest contribution first."
+    )
+    chunks: list[ChunkScore] | None = Field(
+        default=None,
+        description="With `group_by: document`: the document's chunks this side found, best "
+        "first, that its score aggregates.",
+    )
 
 
 class FusionExplain(_Record):
@@ -132,7 +151,10 @@ class QueryTrace:
     dense: list[VectorSearchResult] | None = None
     lexical: list[VectorSearchResult] | None = None
     weights: dict[int, float] = field(default_factory=dict)
-    """The lexical side's query term weights, by term id."""
+    """The lexical side's query term weights, by term id (RM3's, with feedback)."""
+    dense_members: dict[str, list[VectorSearchResult]] | None = None
+    lexical_members: dict[str, list[VectorSearchResult]] | None = None
+    """With ``group_by: document``, each document's chunks that side found."""
 
 
 def explain_hits(
@@ -150,9 +172,14 @@ def explain_hits(
     when a reranker reordered the first hits. Nothing here ranks: the hits
     keep their order and scores.
     """
+    by_document = settings.group_by == "document"
+
+    def _key(hit: VectorSearchResult) -> HitKey:
+        return hit_key(hit, by_document)
+
     before = {_key(hit): rank for rank, hit in enumerate(reranked[1], 1)} if reranked else {}
     after = {_key(hit): rank for rank, hit in enumerate(reranked[2], 1)} if reranked else {}
-    sides = [_Sides(q) for q in trace]
+    sides = [_Sides(q, _key) for q in trace]
     explained = []
     for hit in hits:
         key = _key(hit)
@@ -185,27 +212,22 @@ def explain_hits(
     return explained
 
 
-_Key = tuple[str, int]
-
-
-def _key(hit: VectorSearchResult) -> _Key:
-    return hit.document_id, hit.chunk.chunk_index
-
-
 class _Sides:
     """One query's trace, indexed by hit: its ranking and each side's ranks."""
 
-    def __init__(self, trace: QueryTrace) -> None:
+    def __init__(self, trace: QueryTrace, key: Callable[[VectorSearchResult], HitKey]) -> None:
         self.trace = trace
-        self.ranking = {_key(hit): hit for hit in trace.ranking}
-        self.dense = _ranks(trace.dense)
-        self.lexical = _ranks(trace.lexical)
+        self.key = key
+        self.ranking = {key(hit): hit for hit in trace.ranking}
+        self.dense = _ranks(trace.dense, key)
+        self.lexical = _ranks(trace.lexical, key)
 
-    def dense_explain(self, key: _Key) -> DenseExplain | None:
+    def dense_explain(self, key: HitKey) -> DenseExplain | None:
         if self.dense is None:
             return None
         rank, hit = self.dense.get(key, (None, None))
-        return DenseExplain(rank=rank, score=hit.score if hit else None)
+        chunks = _members(self.trace.dense_members, key)
+        return DenseExplain(rank=rank, score=hit.score if hit else None, chunks=chunks)
 
     def lexical_explain(
         self, hit: VectorSearchResult, analyzer: Analyzer | None, settings: RetrievalSettings
@@ -213,11 +235,11 @@ class _Sides:
         if self.lexical is None or analyzer is None:
             return None
         weights = self.trace.weights
-        names = {analyzer.term_id(term): term for term in analyzer.terms(self.trace.query)}
         content = hit.chunk.content
-        counts, length = analyzer.term_counts(
-            content.text if isinstance(content, TextBlock) else ""
-        )
+        text = content.text if isinstance(content, TextBlock) else ""
+        # The chunk's own terms name every match, RM3's expansion terms included.
+        names = {analyzer.term_id(term): term for term in analyzer.terms(text)}
+        counts, length = analyzer.term_counts(text)
         document = document_weights(counts, length, settings.bm25)
         terms = sorted(
             (
@@ -231,16 +253,28 @@ class _Sides:
             ),
             key=lambda match: (-match.contribution, match.term),
         )
-        rank, found = self.lexical.get(_key(hit), (None, None))
+        key = self.key(hit)
+        rank, found = self.lexical.get(key, (None, None))
         # A hit the lexical side did not return still has a BM25 score: its terms' sum.
         score = found.score if found else sum(match.contribution for match in terms)
-        return LexicalExplain(rank=rank, score=score, terms=terms)
+        chunks = _members(self.trace.lexical_members, key)
+        return LexicalExplain(rank=rank, score=score, terms=terms, chunks=chunks)
 
 
 def _ranks(
-    hits: list[VectorSearchResult] | None,
-) -> dict[_Key, tuple[int, VectorSearchResult]] | None:
+    hits: list[VectorSearchResult] | None, key: Callable[[VectorSearchResult], HitKey]
+) -> dict[HitKey, tuple[int, VectorSearchResult]] | None:
     """Each hit's 1-based rank in a side's ranking, ties ordered as ``fuse`` orders them."""
     if hits is None:
         return None
-    return {_key(hit): (rank, hit) for rank, hit in enumerate(ordered(hits), 1)}
+    return {key(hit): (rank, hit) for rank, hit in enumerate(ordered(hits), 1)}
+
+
+def _members(
+    members: dict[str, list[VectorSearchResult]] | None, key: HitKey
+) -> list[ChunkScore] | None:
+    """A grouped document's chunks on one side (none found: an empty list)."""
+    if members is None:
+        return None
+    found = members.get(key[0], [])
+    return [ChunkScore(chunk_index=hit.chunk.chunk_index, score=hit.score) for hit in found]

@@ -8,6 +8,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .._errors import CollectionMismatchError
@@ -18,7 +19,18 @@ from ..message import DataBlock, TextBlock
 from ._analyzer import Analyzer
 from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._explain import ExplainedHit, QueryTrace, explain_hits
-from ._retrieval import RetrievalSettings, document_weights, fuse, ordered, query_weights
+from ._retrieval import (
+    HitKey,
+    RetrievalSettings,
+    document_weights,
+    fuse,
+    group_documents,
+    hit_key,
+    ordered,
+    query_weights,
+    rm3_terms,
+    rocchio_vector,
+)
 from ._stores._pointer import Generation, Pointer
 from ._stores.base import VectorStoreBase, flatten_filter
 
@@ -534,97 +546,155 @@ class KnowledgeBase:
         where: dict[str, Any] | None,
         trace: list[QueryTrace] | None,
     ) -> list[VectorSearchResult]:
-        """``search`` without the reranker: the retrieval mode's ranking.
+        """``search`` without the reranker: each query's ranking in the retrieval mode
+        (each side grouped by document and searched again with feedback, as set), fused
+        in ``hybrid`` mode, then merged.
 
         ``trace``, when given, receives each query's rankings for ``explain``.
         """
-        if self._retrieval.lexical:
-            return await self._search_with_terms(queries, top_k, score_threshold, where, trace)
-        usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))
-        if not usable or top_k <= 0:
-            return []
-        flatten_filter(where)  # an unusable filter fails before the model is called
-        collection = await self.ensure_collection()
-        scope = self._scope_with(where)
-        response = await self._embedding_model(usable)
-        per_query = await asyncio.gather(
-            *(
-                self._vector_store.search(collection, vector, top_k=top_k, metadata_filter=scope)
-                for vector in response.embeddings
-            )
-        )
-        if trace is not None:
-            trace.extend(
-                QueryTrace(_query_text(q), ranking=hits, dense=hits)
-                for q, hits in zip(usable, per_query, strict=True)
-            )
-        return _best(per_query, top_k, score_threshold)
-
-    async def _search_with_terms(
-        self,
-        queries: Sequence[str | TextBlock | DataBlock],
-        top_k: int,
-        score_threshold: float | None,
-        where: dict[str, Any] | None,
-        trace: list[QueryTrace] | None,
-    ) -> list[VectorSearchResult]:
-        """``search`` in ``lexical`` and ``hybrid`` mode: each query's rankings fused."""
         settings = self._retrieval
-        hybrid = settings.mode == "hybrid"
-        if hybrid:
+        dense = settings.mode != "lexical"
+        if dense:
             usable: list[EmbeddingInput] = list(filter(_embeds(self._embedding_model), queries))
         else:
             usable = [q for q in queries if not isinstance(q, DataBlock)]
         if not usable or top_k <= 0:
             return []
-        flatten_filter(where)
+        flatten_filter(where)  # an unusable filter fails before the model is called
         collection = await self.ensure_collection()
         scope = self._scope_with(where)
+        hybrid = settings.mode == "hybrid"
         limit = max(top_k, settings.candidates) if hybrid else top_k
-        store = self._vector_store
-
-        async def lexical(
-            query: EmbeddingInput,
-        ) -> tuple[list[VectorSearchResult], dict[int, float]]:
-            if isinstance(query, DataBlock):
-                return [], {}
-            assert self._analyzer is not None
-            text = query.text if isinstance(query, TextBlock) else query
-            counts, _ = self._analyzer.term_counts(text)
-            if not counts:
-                return [], {}
-            total, holding = await store.term_counts(
-                collection, sorted(counts), self._metadata_filter
-            )
-            weights = query_weights(counts, total, holding)
-            return await store.lexical_search(collection, weights, limit, scope), weights
-
-        searched = await asyncio.gather(*(lexical(q) for q in usable))
-        lexical_hits = [hits for hits, _ in searched]
-        if not hybrid:
-            if trace is not None:
-                trace.extend(
-                    QueryTrace(_query_text(q), ranking=hits, lexical=hits, weights=weights)
-                    for q, (hits, weights) in zip(usable, searched, strict=True)
+        lexical: list[_Side | None] = [None] * len(usable)
+        if settings.lexical:
+            lexical = list(
+                await asyncio.gather(
+                    *(self._lexical_side(collection, q, limit, scope) for q in usable)
                 )
-            return _best(lexical_hits, top_k, score_threshold, tie_break=True)
-        response = await self._embedding_model(usable)
-        dense_hits = await asyncio.gather(
-            *(
-                store.search(collection, v, top_k=limit, metadata_filter=scope)
-                for v in response.embeddings
             )
+        dense_sides: list[_Side | None] = [None] * len(usable)
+        if dense:
+            response = await self._embedding_model(usable)
+            dense_sides = list(
+                await asyncio.gather(
+                    *(self._dense_side(collection, v, limit, scope) for v in response.embeddings)
+                )
+            )
+        by_document = settings.group_by == "document"
+        rankings = []
+        for query, d, lex in zip(usable, dense_sides, lexical, strict=True):
+            if d is not None and lex is not None:
+                ranking = fuse(
+                    d.hits,
+                    lex.hits,
+                    settings.fusion,
+                    candidates=settings.candidates,
+                    by_document=by_document,
+                )
+            else:
+                ranking = d.hits if d is not None else lex.hits if lex is not None else []
+            rankings.append(ranking)
+            if trace is not None:
+                trace.append(
+                    QueryTrace(
+                        _query_text(query),
+                        ranking=ranking,
+                        dense=d.hits if d else None,
+                        lexical=lex.hits if lex else None,
+                        weights=lex.weights if lex else {},
+                        dense_members=d.members if d else None,
+                        lexical_members=lex.members if lex else None,
+                    )
+                )
+        # Dense scores come from one similarity, so a store's order of ties stands.
+        tie_break = settings.lexical or by_document
+        return _best(rankings, top_k, score_threshold, tie_break=tie_break, by_document=by_document)
+
+    def _grouped(
+        self, hits: list[VectorSearchResult], limit: int
+    ) -> tuple[list[VectorSearchResult], dict[str, list[VectorSearchResult]] | None]:
+        """A side's chunk hits as its ranking: ``limit`` documents when grouping by document."""
+        settings = self._retrieval
+        if settings.group_by != "document":
+            return hits, None
+        documents, members = group_documents(hits, settings.aggregate)
+        return documents[:limit], members
+
+    def _fetched(self, limit: int) -> int:
+        """Chunks a side asks the store for to return ``limit`` hits."""
+        settings = self._retrieval
+        return limit * settings.chunks_per_document if settings.group_by == "document" else limit
+
+    async def _dense_side(
+        self, collection: str, vector: list[float], limit: int, scope: dict[str, Any] | None
+    ) -> _Side:
+        """One query's dense ranking; with Rocchio, the second search's."""
+        store = self._vector_store
+        fetched = self._fetched(limit)
+        found = await store.search(collection, vector, top_k=fetched, metadata_filter=scope)
+        hits, members = self._grouped(found, limit)
+        feedback = self._retrieval.feedback
+        rocchio = feedback.rocchio if feedback else None
+        if rocchio is not None and hits:
+            top = ordered(hits)[: rocchio.fb_docs]
+            vectors = await asyncio.gather(*(self._hit_vector(collection, h, scope) for h in top))
+            vector = rocchio_vector(vector, [v for v in vectors if v is not None], rocchio.weight)
+            found = await store.search(collection, vector, top_k=fetched, metadata_filter=scope)
+            hits, members = self._grouped(found, limit)
+        return _Side(hits, members)
+
+    async def _hit_vector(
+        self, collection: str, hit: VectorSearchResult, scope: dict[str, Any] | None
+    ) -> list[float] | None:
+        """The stored vector of a hit's chunk (``None`` if deleted since the search).
+
+        Read from the store, not embedded again: no model call, and the very
+        vector that was searched. It reads the document's chunks, a few a document.
+        """
+        stored = await self._vector_store.document_vectors(collection, hit.document_id, scope)
+        return next((v for c, v in stored if c.chunk_index == hit.chunk.chunk_index), None)
+
+    async def _lexical_side(
+        self, collection: str, query: EmbeddingInput, limit: int, scope: dict[str, Any] | None
+    ) -> _Side:
+        """One query's lexical ranking and term weights; with RM3, the second search's."""
+        if isinstance(query, DataBlock):
+            return _Side([], None)
+        analyzer = self._analyzer
+        assert analyzer is not None
+        store = self._vector_store
+        text = query.text if isinstance(query, TextBlock) else query
+        counts, _ = analyzer.term_counts(text)
+        if not counts:
+            return _Side([], None)
+        fetched = self._fetched(limit)
+        weights = await self._query_weights(collection, counts)
+        found = await store.lexical_search(collection, weights, fetched, scope)
+        hits, members = self._grouped(found, limit)
+        feedback = self._retrieval.feedback
+        rm3 = feedback.rm3 if feedback else None
+        if rm3 is not None and hits:
+            top = ordered(hits)[: rm3.fb_docs]
+            expanded = rm3_terms(
+                analyzer.terms(text), [(analyzer.terms(_text(h)), h.score) for h in top], rm3
+            )
+            terms: dict[int, float] = {}
+            for term, weight in expanded.items():
+                term_id = analyzer.term_id(term)
+                terms[term_id] = terms.get(term_id, 0.0) + weight
+            weights = await self._query_weights(collection, terms)
+            found = await store.lexical_search(collection, weights, fetched, scope)
+            hits, members = self._grouped(found, limit)
+        return _Side(hits, members, weights)
+
+    async def _query_weights(
+        self, collection: str, counts: Mapping[int, float]
+    ) -> dict[int, float]:
+        """Query term weights: each term's count (or RM3 weight) times its IDF in scope."""
+        total, holding = await self._vector_store.term_counts(
+            collection, sorted(counts), self._metadata_filter
         )
-        fused = [
-            fuse(dense, lex, settings.fusion, candidates=settings.candidates)
-            for dense, lex in zip(dense_hits, lexical_hits, strict=True)
-        ]
-        if trace is not None:
-            trace.extend(
-                QueryTrace(_query_text(q), ranking=f, dense=d, lexical=lex, weights=weights)
-                for q, f, d, (lex, weights) in zip(usable, fused, dense_hits, searched, strict=True)
-            )
-        return _best(fused, top_k, score_threshold, tie_break=True)
+        return query_weights(counts, total, holding)
 
     async def list_documents(self) -> list[DocumentSummary]:
         """One summary per document within this knowledge base's scope."""
@@ -704,29 +774,47 @@ class KnowledgeBase:
         return True
 
 
+@dataclass
+class _Side:
+    """One query's ranking on one side, as ``explain`` needs it."""
+
+    hits: list[VectorSearchResult]
+    members: dict[str, list[VectorSearchResult]] | None
+    """With ``group_by: document``, each document's chunks the side found."""
+    weights: dict[int, float] = field(default_factory=dict)
+    """The lexical side's query term weights, by term id."""
+
+
 def _best(
     per_query: Sequence[Sequence[VectorSearchResult]],
     top_k: int,
     score_threshold: float | None,
     *,
     tie_break: bool = False,
+    by_document: bool = False,
 ) -> list[VectorSearchResult]:
-    """Every query's hits as one ranking: each chunk at its best score, ``top_k`` of them.
+    """Every query's hits as one ranking: each chunk (or document) at its best score,
+    ``top_k`` of them.
 
     ``tie_break`` orders equal scores by document id and chunk index, so that
     stores returning ties in different orders still give one ranking.
     """
-    best: dict[tuple[str, int], VectorSearchResult] = {}
+    best: dict[HitKey, VectorSearchResult] = {}
     for hits in per_query:
         for hit in hits:
             if score_threshold is not None and hit.score < score_threshold:
                 continue
-            key = (hit.document_id, hit.chunk.chunk_index)
+            key = hit_key(hit, by_document)
             if key not in best or hit.score > best[key].score:
                 best[key] = hit
     if tie_break:
         return ordered(list(best.values()))[:top_k]
     return sorted(best.values(), key=lambda hit: hit.score, reverse=True)[:top_k]
+
+
+def _text(hit: VectorSearchResult) -> str:
+    content = hit.chunk.content
+    return content.text if isinstance(content, TextBlock) else ""
 
 
 def _query_text(query: EmbeddingInput) -> str:

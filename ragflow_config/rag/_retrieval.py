@@ -14,12 +14,18 @@ that can hold sparse vectors gives the same scores.
 ``avg_length`` is a setting, not the corpus's running mean, so a chunk's
 weights never change when other documents come and go; set it near the mean
 number of terms of a chunk (after stop words).
+
+Two query-time options change what a side returns, the same way on every
+store since both work on the chunks the store returned: ``group_by:
+document`` (``group_documents``: one hit per document, before fusion) and
+``feedback`` (a second search per side, with RM3's terms or Rocchio's vector).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,6 +78,36 @@ class RerankSettings(_Settings):
     )
 
 
+class Rm3Settings(_Settings):
+    """RM3 on the lexical side (``rm3_terms``)."""
+
+    fb_docs: int = Field(default=10, ge=1, le=1000, description="First hits read for terms.")
+    fb_terms: int = Field(default=10, ge=1, le=1000, description="Expansion terms kept.")
+    original_weight: float = Field(
+        default=0.5, ge=0, le=1, description="The original query's share of the new query."
+    )
+
+
+class RocchioSettings(_Settings):
+    """Rocchio on the dense side (``rocchio_vector``)."""
+
+    fb_docs: int = Field(default=3, ge=1, le=1000, description="First hits whose vectors count.")
+    weight: float = Field(
+        default=1.0, ge=0, description="The weight of their mean, added to the query vector."
+    )
+
+
+class FeedbackSettings(_Settings):
+    """Pseudo-relevance feedback, per side; a side the mode lacks ignores its entry."""
+
+    rm3: Rm3Settings | None = Field(
+        default_factory=Rm3Settings, description="Lexical side; null turns it off."
+    )
+    rocchio: RocchioSettings | None = Field(
+        default_factory=RocchioSettings, description="Dense side; null turns it off."
+    )
+
+
 class RetrievalSettings(_Settings):
     """A knowledge base's retrieval: its mode, lexical analysis and fusion."""
 
@@ -94,6 +130,31 @@ class RetrievalSettings(_Settings):
         default=None,
         description="Reorder the first hits with a reranker (query time only: not part of "
         "the fingerprint).",
+    )
+    group_by: Literal["chunk", "document"] = Field(
+        default="chunk",
+        description="`chunk`: every chunk is a hit. `document`: one hit per document, on each "
+        "side before fusion, carrying its best chunk and scored by `aggregate` over the chunks "
+        "the side found (query time only: not part of the fingerprint).",
+    )
+    aggregate: Literal["max", "sum_top_2"] = Field(
+        default="max",
+        description="With `group_by: document`, a document's score from its chunks' scores: "
+        "`max`, its best chunk's; `sum_top_2`, the sum of its two best (a second matching "
+        "passage counts; for scores that are never negative: BM25, most cosine scores).",
+    )
+    chunks_per_document: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="With `group_by: document`, chunks each side fetches per document it "
+        "returns: a side wanting N documents asks the store for N x this many chunks.",
+    )
+    feedback: FeedbackSettings | None = Field(
+        default=None,
+        description="Pseudo-relevance feedback: each side searches twice, the second time "
+        "with a query rebuilt from its first hits (query time only: not part of the "
+        "fingerprint). Off unless given.",
     )
 
     @property
@@ -120,7 +181,9 @@ def idf(total: int, holding: int) -> float:
     return math.log(1 + (total - holding + 0.5) / (holding + 0.5))
 
 
-def query_weights(counts: dict[int, int], total: int, holding: dict[int, int]) -> dict[int, float]:
+def query_weights(
+    counts: Mapping[int, float], total: int, holding: dict[int, int]
+) -> dict[int, float]:
     """Each query term's IDF times its count in the query; terms no chunk holds are left out."""
     return {
         term: count * idf(total, holding[term])
@@ -134,14 +197,82 @@ def ordered(hits: Sequence[VectorSearchResult]) -> list[VectorSearchResult]:
     return sorted(hits, key=lambda h: (-h.score, h.document_id, h.chunk.chunk_index))
 
 
+HitKey = tuple[str, int | None]
+
+
+def hit_key(hit: VectorSearchResult, by_document: bool) -> HitKey:
+    """What makes two hits one: their chunk, or with ``group_by: document`` their document."""
+    return hit.document_id, None if by_document else hit.chunk.chunk_index
+
+
+def group_documents(
+    hits: Sequence[VectorSearchResult], aggregate: Literal["max", "sum_top_2"]
+) -> tuple[list[VectorSearchResult], dict[str, list[VectorSearchResult]]]:
+    """One hit per document, best first, and each document's chunks among ``hits``, best first.
+
+    A document's hit is its best chunk (ties: the lowest chunk index) scored by
+    ``aggregate``. Only ``hits`` count, so every store, given the same chunk
+    ranking, groups it alike.
+    """
+    members: dict[str, list[VectorSearchResult]] = {}
+    for hit in ordered(hits):
+        members.setdefault(hit.document_id, []).append(hit)
+    top = 1 if aggregate == "max" else 2
+    grouped = [
+        chunks[0].model_copy(update={"score": sum(hit.score for hit in chunks[:top])})
+        for chunks in members.values()
+    ]
+    return ordered(grouped), members
+
+
+def rm3_terms(
+    query: Sequence[str], feedback: Sequence[tuple[Sequence[str], float]], rm3: Rm3Settings
+) -> dict[str, float]:
+    """RM3's query: analysed terms and their weights, summing to 1.
+
+    ``feedback`` is the first hits' analysed terms with their scores. As in
+    Anserini's RM3, the relevance model weighs each term by
+    ``sum over hits of score x tf / length``, keeps the ``fb_terms`` heaviest
+    (ties: alphabetical), normalised to sum 1; the query's own terms, each
+    ``count / length``, are mixed in at ``original_weight``.
+    """
+    model: dict[str, float] = {}
+    for terms, score in feedback:
+        if not terms:
+            continue
+        for term, count in Counter(terms).items():
+            model[term] = model.get(term, 0.0) + score * count / len(terms)
+    kept = sorted(model.items(), key=lambda item: (-item[1], item[0]))[: rm3.fb_terms]
+    mass = sum(weight for _, weight in kept)
+    mixed = {term: (1 - rm3.original_weight) * weight / mass for term, weight in kept if mass > 0}
+    for term, count in Counter(query).items():
+        mixed[term] = mixed.get(term, 0.0) + rm3.original_weight * count / len(query)
+    return mixed
+
+
+def rocchio_vector(
+    query: Sequence[float], vectors: Sequence[Sequence[float]], weight: float
+) -> list[float]:
+    """The query vector plus ``weight`` times the mean of ``vectors`` (Rocchio, no negatives)."""
+    if not vectors:
+        return list(query)
+    mean = [sum(column) / len(vectors) for column in zip(*vectors, strict=True)]
+    return [q + weight * m for q, m in zip(query, mean, strict=True)]
+
+
 def fuse(
     dense: Sequence[VectorSearchResult],
     lexical: Sequence[VectorSearchResult],
     fusion: FusionSettings,
     *,
     candidates: int,
+    by_document: bool = False,
 ) -> list[VectorSearchResult]:
     """One ranking from two, each hit's score replaced by its fused score.
+
+    ``by_document`` fuses documents (``group_by: document``): a document is one
+    hit on both sides, whichever chunk each carries; the fused hit carries the
+    dense side's.
 
     ``weighted`` normalises each side by the best and the worst of its first
     ``candidates`` hits, however many it returned, so a search for more hits
@@ -150,14 +281,14 @@ def fuse(
     squeezing every other hit towards 1.
     """
     sides = ((ordered(dense), fusion.dense_weight), (ordered(lexical), fusion.lexical_weight))
-    scores: dict[tuple[str, int], float] = {}
-    hits: dict[tuple[str, int], VectorSearchResult] = {}
+    scores: dict[HitKey, float] = {}
+    hits: dict[HitKey, VectorSearchResult] = {}
     for ranking, weight in sides:
         if not ranking:
             continue
         top, bottom = ranking[0].score, ranking[:candidates][-1].score
         for rank, hit in enumerate(ranking, start=1):
-            key = (hit.document_id, hit.chunk.chunk_index)
+            key = hit_key(hit, by_document)
             hits.setdefault(key, hit)
             if fusion.method == "rrf":
                 part = weight / (fusion.k + rank)
