@@ -12,6 +12,8 @@ search finds each passage once.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,43 @@ async def test_a_foreign_document_of_no_file_is_reported_and_left(written: Path)
     [left] = [c for c in kb.changes if c.action == "foreign"]
     assert left.path == "lunch.md" and "no source file matches it" in left.reason
     assert len(await documents(pipeline)) == 4  # three adopted, the fourth left as it was
+
+
+# AgentScope's Milvus Lite server keeps the file for its process: it writes in one of its own.
+AGENTSCOPE_WRITES_MILVUS = """
+import asyncio, sys
+import agentscope.message as m, agentscope.rag as r
+from ragflow_config.embedding import HashingEmbeddingModel
+
+async def main():
+    async with r.MilvusLiteStore(uri=sys.argv[1]) as store:
+        kb = r.KnowledgeBase(name="handbook", description="d", collection="handbook",
+            embedding_model=HashingEmbeddingModel(dimensions=64), vector_store=store)
+        chunk = r.Chunk(content=m.TextBlock(text="Lunch is at noon."), source="lunch.md",
+            chunk_index=0, total_chunks=1)
+        await kb.insert_document([chunk], document_metadata={"filename": "lunch.md"})
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+async def test_a_milvus_lite_collection_agentscope_made_is_named_as_such(tmp_path: Path) -> None:
+    """AgentScope's Milvus collections lack the fields this store keys documents by: a
+    pipeline over one says so, rather than Milvus' 'invalid parameter'."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "lunch.md").write_text("Lunch is at noon.")
+    db = tmp_path / "kb.db"
+    subprocess.run([sys.executable, "-c", AGENTSCOPE_WRITES_MILVUS, str(db)], check=True)
+    (tmp_path / "pipeline.yaml").write_text(
+        PIPELINE.replace(
+            "{type: qdrant, parameters: {path: qdrant}}",
+            f"{{type: milvus_lite, parameters: {{uri: {db}}}}}",
+        )
+    )
+    pipeline = Pipeline.load(tmp_path / "pipeline.yaml")
+    async with pipeline.build() as built:  # its search works as it is
+        [hit] = await built.knowledge_bases["handbook"].search(["Lunch is at noon."], top_k=1)
+        assert hit.score == pytest.approx(1.0)
+    with pytest.raises(Exception, match="fields of AgentScope's MilvusLiteStore"):
+        await pipeline.run(options=RunOptions(dry_run=True, workers=0))

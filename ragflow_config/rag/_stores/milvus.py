@@ -741,7 +741,11 @@ class MilvusLiteStore(VectorStoreBase):
         key_fields = ["document_id", "chunk_index"]
         if _approximate(metadata_filter):  # _exact then needs the metadata
             key_fields.append("chunk")
-        keys = _exact(await self._query_all(collection, expression, key_fields), metadata_filter)
+        try:
+            rows = await self._query_all(collection, expression, key_fields)
+        except VectorStoreError as exc:
+            raise await self._agentscope_layout(collection) or exc from exc
+        keys = _exact(rows, metadata_filter)
         first = f"({expression}) and chunk_index == 0" if expression else "chunk_index == 0"
         heads = _exact(
             await self._query_all(collection, first, ["document_id", "chunk"]), metadata_filter
@@ -756,6 +760,25 @@ class MilvusLiteStore(VectorStoreBase):
                 limit=1,
                 metadata_filter=metadata_filter,
             ),
+        )
+
+    async def _agentscope_layout(self, collection: str) -> VectorStoreError | None:
+        """The error to give for a collection AgentScope's MilvusLiteStore made, whose
+        fields lack the ``chunk_index`` and ``document_key`` this store lists and keys by;
+        ``None`` for any other."""
+        description = await self._call(
+            lambda client: client.describe_collection(
+                milvus_name(collection), timeout=self.parameters.timeout
+            )
+        )
+        if any(field["name"] == "chunk_index" for field in description["fields"]):
+            return None
+        return VectorStoreError(
+            self.store_name,
+            f"collection {collection!r} has the fields of AgentScope's MilvusLiteStore (no "
+            "chunk_index): this store searches it, but cannot list, adopt or update its "
+            "documents; index the files into a new collection with a pipeline, or adopt "
+            "AgentScope's collections from a Qdrant store",
         )
 
     async def list_chunks(
