@@ -39,6 +39,8 @@ NOT_FOR_VALIDATE = [
     "ragflow_config.executors",
     "ragflow_config.rerankers",
     "ragflow_config.pipeline._run",
+    "ragflow_config.credential",  # a local store reads no key
+    "pydantic_settings",
     "dashscope",
     "qdrant_client",
     "onnxruntime",

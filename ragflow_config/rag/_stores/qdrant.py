@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, model_validator
 
@@ -21,7 +21,6 @@ from ..._component import RELATIVE_PATH
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ..._redact import redact_urls
-from ...credential import QdrantCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
@@ -35,6 +34,9 @@ from .base import (
     summarize_keys,
     with_retries,
 )
+
+if TYPE_CHECKING:  # imported where a server's key is read: a local store needs none
+    from ...credential import QdrantCredential
 
 logger = logging.getLogger("ragflow_config.stores")
 
@@ -127,6 +129,8 @@ class QdrantStore(VectorStoreBase):
         if api_key is not None:  # AgentScope's argument
             if credential is not None:
                 raise TypeError("pass either `api_key` or `credential`, not both")
+            from ...credential import QdrantCredential
+
             credential = QdrantCredential(api_key=SecretStr(api_key))
         self._credential = credential
 
@@ -142,6 +146,8 @@ class QdrantStore(VectorStoreBase):
         if self._in_memory and self._client is not None:
             return self  # its collections live in this client, kept since the last block
         if p.url is not None:
+            from ...credential import QdrantCredential
+
             credential = self._credential or QdrantCredential.from_environment(
                 {"api_key": p.api_key_env}
             )
