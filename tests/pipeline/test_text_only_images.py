@@ -162,7 +162,6 @@ def test_plan_and_verify_list_the_skip_once_and_pass_unless_strict(
 def test_with_ocr_on_an_image_without_text_is_skipped_saying_ocr_found_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("rapidocr_onnxruntime")
     pipeline = folder(tmp_path, image="\n        parameters: {ocr: auto}")
     assert main(["run", str(pipeline), "--workers", "0"]) == 0
     err = outputs(capsys)[1]
