@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.config import JsonDict
 
+from ._foreign import converted_parameters, from_agentscope
 from ._redact import redact_urls
 
 _ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -95,6 +96,8 @@ class Component:
             raise TypeError("pass either `parameters` or keyword options, not both")
         if parameters is None:
             parameters = self.Parameters(**options)
+        elif from_agentscope(parameters):  # the same component's, AgentScope's spelling
+            parameters = converted_parameters(parameters, self.Parameters, type(self).__name__)
         elif not isinstance(parameters, self.Parameters):
             raise TypeError(
                 f"parameters must be {type(self).__name__}.Parameters, "

@@ -17,12 +17,13 @@ import sys
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._errors import MixedLibrariesError
 
 P = ParamSpec("P")
 R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
 
 BRIDGE = (
     "use BuiltPipeline.as_agentscope(), whose knowledge bases and middlewares are "
@@ -49,6 +50,19 @@ def converted(value: Any, *kinds: type[BaseModel]) -> Any:
             if type(value).__name__ == kind.__name__:
                 return kind.model_validate(value.model_dump())
     return value
+
+
+def converted_parameters(value: BaseModel, kind: type[M], owner: str) -> M:
+    """AgentScope's ``Parameters`` of a component as ours (``kind``): the options it sets,
+    which ours validates; :class:`MixedLibrariesError` naming both when they do not fit."""
+    try:
+        return kind.model_validate(value.model_dump(exclude_unset=True))
+    except ValidationError as exc:
+        raise MixedLibrariesError(
+            f"agentscope's {type(value).__qualname__} was given to ragflow_config's {owner}, "
+            f"whose parameters differ; give them as keywords ({owner}.Parameters lists them): "
+            f"{exc}"
+        ) from exc
 
 
 def refuse_agentscope(value: Any, given_to: str, way_out: str) -> None:

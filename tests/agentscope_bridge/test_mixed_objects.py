@@ -194,3 +194,23 @@ async def test_their_knowledge_base_in_our_middleware_is_refused() -> None:
             ),
         ):
             RAGMiddleware(knowledge_bases=[kb])
+
+
+async def test_their_parameters_models_are_taken_where_they_fit() -> None:
+    import agentscope.model as their_model
+
+    from ragflow_config.rag import ApproxTokenChunker
+
+    middleware = RAGMiddleware(
+        knowledge_bases=[], parameters=TheirMiddleware.Parameters(mode="static", top_k=3)
+    )
+    assert middleware.parameters == RAGMiddleware.Parameters(mode="static", top_k=3)
+    chunker = ApproxTokenChunker(
+        parameters=theirs.ApproxTokenChunker.Parameters(chunk_size=8, overlap=2)
+    )
+    assert chunker.parameters == ApproxTokenChunker.Parameters(chunk_size=8, overlap=2)
+
+    with pytest.raises(MixedLibrariesError, match="give them as keywords"):
+        from ragflow_config.model import OpenAIChatModel
+
+        OpenAIChatModel(parameters=their_model.OpenAIChatModel.Parameters(temperature=0.2))
