@@ -176,8 +176,9 @@ def lisa(files: dict[str, bytes]) -> tuple[Docs, Topics, Qrels]:
     for record in text.split("*" * 44):
         match = re.match(r"\s*Document\s+(\d+)\n(.*)", record, re.S)
         if match:
-            title, _, abstract = match.group(2).partition("\n\n")
-            docs[match.group(1)] = f"{_squash(title)}\n\n{_lines(abstract)}\n"
+            # The blank line after the title holds spaces in some records.
+            title, *abstract = re.split(r"\n[ \t]*\n", match.group(2), maxsplit=1)
+            docs[match.group(1)] = "\n\n".join([_squash(title), *map(_lines, abstract)]) + "\n"
     topics = {}
     for match in re.finditer(
         r"^(\d+)\n(.*?)#", files["data/lisa/LISA.QUE"].decode("ascii"), re.S | re.M
@@ -187,23 +188,6 @@ def lisa(files: dict[str, bytes]) -> tuple[Docs, Topics, Qrels]:
     rel = files["data/lisa/LISA.REL"].decode("ascii")
     for match in re.finditer(r"Query (\d+)\n\d+ Relevant Refs:\n([\d\s]+?)-1", rel):
         qrels += [(match.group(1), doc_id) for doc_id in match.group(2).split()]
-    return docs, topics, qrels
-
-
-def time(files: dict[str, bytes]) -> tuple[Docs, Topics, Qrels]:
-    docs = {}
-    for record in files["data/time/TIME.ALL"].decode("ascii").split("*TEXT")[1:]:
-        header, _, body = record.partition("\n")
-        docs[str(int(header.split()[0]))] = _lines(body) + "\n"
-    topics = {}
-    for record in files["data/time/TIME.QUE"].decode("ascii").split("*FIND")[1:]:
-        header, _, body = record.partition("\n")
-        topics[str(int(header.split()[0]))] = _squash(body)
-    qrels = []
-    for line in files["data/time/TIME.REL"].decode("ascii").splitlines():
-        if line.strip():
-            qid, *doc_ids = line.split()
-            qrels += [(qid, doc_id) for doc_id in doc_ids]
     return docs, topics, qrels
 
 
@@ -240,17 +224,6 @@ COLLECTIONS: dict[str, tuple[Source, Callable[[dict[str, bytes]], tuple[Docs, To
             },
         ),
         lisa,
-    ),
-    "time": (
-        Source(
-            *LUPPAR,
-            {
-                "data/time/TIME.ALL": "30b61d42f3a2903e577d32a9d8ad08197fd97709fe2a3fbf9479ba9ab391bdbd",
-                "data/time/TIME.QUE": "65240d7dbc5dc58ca48c1d40ceb92f3db2add239dc1aeabe5e9c928bff1fcb16",
-                "data/time/TIME.REL": "8fa406a593b01980d0da3099b925fb74f6e1137dd288364b3fd56b39b640d427",
-            },
-        ),
-        time,
     ),
 }
 
