@@ -191,6 +191,33 @@ def lisa(files: dict[str, bytes]) -> tuple[Docs, Topics, Qrels]:
     return docs, topics, qrels
 
 
+def _slashed(text: str) -> dict[str, str]:
+    """NPL's records: an id line, text lines, then a line holding only ``/``."""
+    records = {}
+    for record in re.split(r"^\s*/\s*$", text, flags=re.M):
+        head, _, body = record.strip().partition("\n")
+        if head:
+            records[head.strip()] = body
+    return records
+
+
+def npl(files: dict[str, bytes]) -> tuple[Docs, Topics, Qrels]:
+    docs = {
+        doc_id: _lines(body) + "\n"
+        for doc_id, body in _slashed(files["data/npl/doc-text"].decode("ascii")).items()
+    }
+    topics = {
+        qid: _squash(body).lower()
+        for qid, body in _slashed(files["data/npl/query-text"].decode("ascii")).items()
+    }
+    qrels = [
+        (qid, doc_id)
+        for qid, body in _slashed(files["data/npl/rlv-ass"].decode("ascii")).items()
+        for doc_id in body.split()
+    ]
+    return docs, topics, qrels
+
+
 LUPPAR = "fabianobie/luppar", "9abddd4af4e3720b8efc7716c8d1f22c6e76354e"
 
 COLLECTIONS: dict[str, tuple[Source, Callable[[dict[str, bytes]], tuple[Docs, Topics, Qrels]]]] = {
@@ -224,6 +251,17 @@ COLLECTIONS: dict[str, tuple[Source, Callable[[dict[str, bytes]], tuple[Docs, To
             },
         ),
         lisa,
+    ),
+    "npl": (
+        Source(
+            *LUPPAR,
+            {
+                "data/npl/doc-text": "9a9a396da453eb0a6c659b1399ae6c551d11d04a68b6f0a4e21fc757e77c398f",
+                "data/npl/query-text": "e7af19694ca1c8f8d1ad14e1d0afac59c9ca4379004789150623e568f1e21b70",
+                "data/npl/rlv-ass": "0f65985363fabd2c001d6ec5baba94d818a63787cf00b6cc49d0c6591ff96bcd",
+            },
+        ),
+        npl,
     ),
 }
 
