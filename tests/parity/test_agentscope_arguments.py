@@ -96,3 +96,17 @@ def test_an_embedding_response_dumps_to_agentscopes_fields() -> None:
     ours = EmbeddingResponse(embeddings=[[1.0]], cache_hits=1, cache_misses=0)
     assert asdict(ours).keys() == asdict(theirs.EmbeddingResponse(embeddings=[[1.0]])).keys()
     assert (ours.cache_hits, ours.cache_misses) == (1, 0)
+
+
+async def test_a_tool_call_returns_blocks_and_calling_the_tool_a_tool_chunk() -> None:
+    """docs/agentscope.md, "tool results": ``call`` gives the blocks the model reads,
+    ``await tool(...)`` AgentScope's ``ToolChunk`` of them."""
+    from ragflow_config.middleware import RAGMiddleware
+    from ragflow_config.tool import ToolChunk
+
+    [tool] = await RAGMiddleware(knowledge_bases=[]).list_tools()
+    blocks = await tool.call(query="anything")
+    chunk = await tool(query="anything")
+    assert isinstance(chunk, ToolChunk) and chunk.state == "success"
+    texts = [[block.text for block in content] for content in (blocks, chunk.content)]
+    assert texts == [["No relevant content found."]] * 2
