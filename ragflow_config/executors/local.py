@@ -284,16 +284,22 @@ def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome
     for request in requests:
         _watch(parse_timeout)
         try:
-            outcomes.append((True, _prepare_sync(request)))
-        except Exception as exc:
-            try:
-                pickle.dumps(exc)
-            except Exception:  # the error must travel back, or the whole task fails
-                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-            outcomes.append((False, exc))
+            outcomes.append(outcome(request))
         finally:
             _unwatch()
     return outcomes
+
+
+def outcome(request: Request) -> Outcome:
+    """A file's result, or the error it raised, in a form that travels back from a worker."""
+    try:
+        return True, _prepare_sync(request)
+    except Exception as exc:
+        try:
+            pickle.dumps(exc)
+        except Exception:  # the error must travel back, or the whole task fails
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        return False, exc
 
 
 # A file's time limit is an interval timer whose SIGALRM faulthandler answers in C, so

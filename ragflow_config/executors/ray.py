@@ -1,4 +1,4 @@
-"""The Ray executor: each file is parsed (and chunked, and embedded by a ``cpu_bound`` model) by a Ray task.
+"""The Ray executor: files are parsed (and chunked, and embedded by a ``cpu_bound`` model) by Ray tasks.
 
 With ``embedding_cpus`` or ``embedding_gpus`` set, every model embeds in an
 embedding stage of its own: Ray tasks of ``embedding_batch_size`` texts that
@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
@@ -27,7 +29,7 @@ from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
 from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
-from .local import _prepare_sync
+from .local import Outcome, Request, outcome
 
 if TYPE_CHECKING:
     from ..pipeline._build import IndexingPlan
@@ -36,7 +38,7 @@ logger = logging.getLogger("ragflow_config.pipeline")
 
 
 class RayExecutor(ExecutorBase):
-    """Ray tasks across a cluster (the `ray` extra): one file per task, `parse_cpus` each."""
+    """Ray tasks across a cluster (the `ray` extra): up to `files_per_task` files per task, `parse_cpus` each."""
 
     requires: ClassVar[dict[str, str]] = {"ray": "ray"}
 
@@ -72,6 +74,14 @@ class RayExecutor(ExecutorBase):
         embedding_batch_size: int = Field(
             default=64, ge=1, description="Texts each embedding task embeds."
         )
+        files_per_task: int = Field(
+            default=8,
+            ge=1,
+            description="Files one parse task may take, when files queue behind busy slots: "
+            "fewer tasks, and the parser, chunker and model sent once per task. A task that "
+            "passes `parse_timeout_seconds` or whose worker dies on every retry runs again "
+            "one file per task, so only the file at fault fails.",
+        )
 
     parameters: Parameters
 
@@ -79,8 +89,23 @@ class RayExecutor(ExecutorBase):
         return RayTasks(self.parameters)
 
 
+@dataclass
+class _Waiting:
+    request: Request
+    future: asyncio.Future[Prepared]
+    #: Sent alone: it was in a task that ran out of time, or whose worker died on every retry.
+    suspect: bool = False
+
+
 class RayTasks(StartedExecutor):
-    """The run's side of the cluster: at most one task per free parse slot, so a task starts when sent."""
+    """The run's side of the cluster: at most one task per free parse slot, so a task starts when sent.
+
+    A task parses up to ``files_per_task`` files: each task costs a submission,
+    the pickling of its parser, chunker and model, and an object-store round
+    trip, which one file per task paid for every file (issue 40: twice the
+    local executor's CPU on one node). Files that queue while every slot is
+    busy share a task; the first files of a run go alone, at once.
+    """
 
     def __init__(self, parameters: RayExecutor.Parameters) -> None:
         import ray
@@ -93,9 +118,12 @@ class RayTasks(StartedExecutor):
         # A task's time limit counts from when it is sent, so tasks are not sent
         # to wait in the cluster's queue: one per slot the cluster has now.
         cpus = ray.cluster_resources().get("CPU", 1.0)
-        slots = max(1, int(cpus // parameters.parse_cpus))
-        self._slots = asyncio.Semaphore(slots)
-        self.files_in_flight = max(4, 4 * slots)
+        self._slots = max(1, int(cpus // parameters.parse_cpus))
+        self._files_per_task = parameters.files_per_task
+        # A task's worth of files waiting behind each running one, and as many being written.
+        self.files_in_flight = max(4, 4 * self._files_per_task * self._slots)
+        self._waiting: deque[_Waiting] = deque()
+        self._running: set[asyncio.Task[None]] = set()
         self._task = ray.remote(_prepare_in_task).options(
             num_cpus=parameters.parse_cpus, max_retries=parameters.max_retries
         )
@@ -118,31 +146,79 @@ class RayTasks(StartedExecutor):
         filename: str,
         backlog: int | None = None,
     ) -> Prepared:
-        exceptions = self._ray.exceptions
         embedding_stage = self.embeds_every_model and model is not None
-        async with self._slots:
-            ref = self._task.remote(
-                parser, chunker, None if embedding_stage else model, data, filename
-            )
-            try:
-                prepared: Prepared = await asyncio.wait_for(
-                    asyncio.wrap_future(ref.future()), self._timeout
-                )
-            except TimeoutError:
-                # force: a parser stuck in C code never reaches a cancellation point.
-                self._ray.cancel(ref, force=True)
-                raise ParserError(filename, time_limit_reason(self._timeout)) from None
-            except exceptions.RayTaskError as exc:  # the parser's own error, as raised there
-                raise exc.cause from None
-            except (exceptions.WorkerCrashedError, exceptions.NodeDiedError) as exc:
-                raise ParserError(
-                    filename,
-                    "the Ray worker died while handling this file, on every retry "
-                    f"(a crash in a parsing library, or out of memory): {type(exc).__name__}",
-                ) from None
+        request = (parser, chunker, None if embedding_stage else model, data, filename)
+        future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
+        self._waiting.append(_Waiting(request, future))
+        self._send()
+        prepared = await future
         if embedding_stage and model is not None:
             return await self._embed(model, prepared[0])
         return prepared
+
+    def _send(self) -> None:
+        """Send waiting files, up to ``files_per_task`` to a task, while a slot is free."""
+        while self._waiting and len(self._running) < self._slots:
+            group = [self._waiting.popleft()]
+            while (
+                not group[0].suspect
+                and self._waiting
+                and not self._waiting[0].suspect
+                and len(group) < self._files_per_task
+            ):
+                group.append(self._waiting.popleft())
+            group = [waiting for waiting in group if not waiting.future.done()]  # gave up
+            if group:
+                running = asyncio.ensure_future(self._run(group))
+                self._running.add(running)
+                running.add_done_callback(self._ran)
+
+    def _ran(self, running: asyncio.Task[None]) -> None:
+        self._running.discard(running)
+        self._send()
+
+    async def _run(self, group: list[_Waiting]) -> None:
+        exceptions = self._ray.exceptions
+        ref = self._task.remote([waiting.request for waiting in group])
+        try:
+            outcomes: list[Outcome] = await asyncio.wait_for(
+                asyncio.wrap_future(ref.future()), self._timeout
+            )
+        except TimeoutError:
+            # force: a parser stuck in C code never reaches a cancellation point.
+            self._ray.cancel(ref, force=True)
+            self._failed(group, time_limit_reason(self._timeout))
+        except (exceptions.WorkerCrashedError, exceptions.NodeDiedError) as exc:
+            self._failed(
+                group,
+                "the Ray worker died while handling this file, on every retry "
+                f"(a crash in a parsing library, or out of memory): {type(exc).__name__}",
+            )
+        except BaseException as exc:
+            for waiting in group:
+                if not waiting.future.done():
+                    waiting.future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            for waiting, (ok, value) in zip(group, outcomes, strict=True):
+                if waiting.future.done():
+                    continue
+                if ok:
+                    waiting.future.set_result(value)  # type: ignore[arg-type]
+                else:
+                    waiting.future.set_exception(value)  # type: ignore[arg-type]
+
+    def _failed(self, group: list[_Waiting], reason: str) -> None:
+        """A file alone fails for ``reason``; a task of several runs them again, one file a task,
+        so only the file that hangs or kills its worker fails."""
+        if len(group) == 1:
+            [waiting] = group
+            if not waiting.future.done():
+                waiting.future.set_exception(ParserError(waiting.request[4], reason))
+            return
+        for waiting in reversed(group):
+            self._waiting.appendleft(_Waiting(waiting.request, waiting.future, suspect=True))
 
     async def _embed(self, model: EmbeddingModelBase, chunks: list[Chunk]) -> Prepared:
         """``chunks`` with their vectors from the embedding stage, as the local executor makes them."""
@@ -172,14 +248,8 @@ class RayTasks(StartedExecutor):
             self._ray.shutdown()
 
 
-def _prepare_in_task(
-    parser: ParserBase,
-    chunker: ChunkerBase,
-    model: EmbeddingModelBase | None,
-    data: bytes,
-    filename: str,
-) -> Prepared:
-    return _prepare_sync((parser, chunker, model, data, filename))
+def _prepare_in_task(requests: list[Request]) -> list[Outcome]:
+    return [outcome(request) for request in requests]
 
 
 def _embed_in_task(model: EmbeddingModelBase, texts: Sequence[EmbeddingInput]) -> EmbeddingResponse:
