@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -113,7 +114,7 @@ def measure(name: str, folder: Path, work: Path, configs: dict[str, dict[str, ob
     store = work / "qdrant"
     files = {}
     for label, retrieval in {"index": {"mode": "hybrid"}, **configs}.items():
-        files[label] = work / (label.replace(" ", "_").replace("+", "") + ".yaml")
+        files[label] = work / (re.sub(r"[^a-z0-9.]+", "_", label) + ".yaml")
         files[label].write_text(pipeline(name, folder, store, retrieval), encoding="utf-8")
     wall, cpu = time.perf_counter(), cpu_children()
     run = cli("run", str(files["index"]), "-q")
@@ -140,32 +141,39 @@ def measure(name: str, folder: Path, work: Path, configs: dict[str, dict[str, ob
     return result
 
 
-def table(results: dict[str, dict]) -> str:
+def table(results: dict[str, dict], metric: str) -> str:
+    """One metric: each configuration's value, its difference from dense and the p-value."""
     names = list(results)
     labels = list(dict.fromkeys(label for r in results.values() for label in r["configs"]))
-    head = "| configuration | " + " | ".join(names) + " |"
-    lines = [head, "|---" * (len(names) + 1) + "|"]
+    lines = [
+        "| configuration | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
     for label in labels:
         cells = []
         for name in names:
             row = results[name]["configs"].get(label)
+            dense = results[name]["configs"]["dense"]
             if row is None:
                 cells.append("—")
-                continue
-            cell = f"{row['ndcg']:.4f} / {row['map_uncut']:.4f}"
-            if label != "dense":
-                dense = results[name]["configs"]["dense"]
-                cell += (
-                    " ("
-                    + ", ".join(
-                        f"{row[m] - dense[m]:+.3f}{'*' if row[f'p_{m}'] < 0.05 else ''}"
-                        for m in ("ndcg", "map_uncut")
-                    )
-                    + ")"
+            elif label == "dense":
+                cells.append(f"{row[metric]:.4f}")
+            else:
+                p = row[f"p_{metric}"]
+                mark = "**" if p < 0.05 else ""
+                cells.append(
+                    f"{row[metric]:.4f} ({mark}{row[metric] - dense[metric]:+.3f}{mark}, p {p:.3f})"
                 )
-            cells.append(cell)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def tables(results: dict[str, dict]) -> str:
+    queries = ", ".join(f"{name} {r.get('queries', '?')}" for name, r in results.items())
+    return (
+        f"nDCG@10 (queries: {queries})\n\n{table(results, 'ndcg')}\n\n"
+        f"MAP (uncut)\n\n{table(results, 'map_uncut')}"
+    )
 
 
 def main() -> None:
@@ -175,9 +183,21 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragflow-defaults"))
     parser.add_argument("--med", type=Path, default=ROOT.parent / "shared/data/ir/med")
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/retrieval_defaults.json")
+    parser.add_argument(
+        "--merge", type=Path, nargs="*", default=[], help="fold these results files into --out"
+    )
+    parser.add_argument("--table", action="store_true", help="only print --out's table")
     args = parser.parse_args()
     configs = configurations(args.sets.split(","))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for other in args.merge:
+        for name, fresh in json.loads(other.read_text()).items():
+            previous = results.get(name, {}).get("configs", {})
+            results[name] = {**fresh, "configs": {**previous, **fresh["configs"]}}
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if args.table or args.merge:
+        print(tables(results))
+        return
     for name in args.collections.split(","):
         folder = args.med if name == "med" else ROOT / "bench/collections" / name
         if not (folder / "docs").is_dir():
@@ -187,7 +207,7 @@ def main() -> None:
         results[name] = {**fresh, "configs": {**previous, **fresh["configs"]}}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    print(table(results))
+    print(tables(results))
 
 
 if __name__ == "__main__":
