@@ -18,9 +18,12 @@ from incremental._corpus import write_corpus
 
 from executors._models import CountingMiniLM
 from executors._parsers import HangingTextParser, WorkerKillingTextParser
+from ragflow_config._errors import ParserError
 from ragflow_config.cli import main
 from ragflow_config.executors.base import time_limit_reason
+from ragflow_config.executors.ray import RayExecutor, RayTasks
 from ragflow_config.pipeline import Pipeline, Registry, RunOptions, RunReport
+from ragflow_config.rag import ApproxTokenChunker, TextParser
 
 REPO = Path(__file__).resolve().parents[2]
 HOWTO = REPO / "pipelines" / "corpus" / "howto"  # tests/backends's corpus
@@ -220,3 +223,32 @@ async def test_a_killed_worker_s_file_runs_again_elsewhere(
     assert [(change.path, change.reason) for change in kb.changes if change.failed] == []
     assert counts(report) == {"add": 9}
     assert_same(await contents(local), await contents(on_ray))
+
+
+async def test_a_hanging_file_that_shared_a_task_fails_alone() -> None:
+    # One slot (the test cluster has 2 CPUs): the first file goes alone, and the
+    # three sent while it runs share the next task, the hanging one among them.
+    tasks = RayTasks(
+        RayExecutor.Parameters(parse_cpus=2, files_per_task=8, parse_timeout_seconds=4)
+    )
+    parser, chunker = HangingTextParser(), ApproxTokenChunker(chunk_size=64, overlap=8)
+    names = ["first.md", "hang.txt", "second.md", "third.md"]
+    try:
+        outcomes = await asyncio.gather(
+            *(
+                tasks.prepare(parser, chunker, None, f"The text of {name}.".encode(), name)
+                for name in names
+            ),
+            return_exceptions=True,
+        )
+    finally:
+        tasks.shutdown()
+    hang = outcomes.pop(1)
+    assert isinstance(hang, ParserError) and hang.cause == time_limit_reason(4)
+    expected = [
+        await chunker.chunk(await TextParser().parse(f"The text of {name}.".encode(), name))
+        for name in ("first.md", "second.md", "third.md")
+    ]
+    assert [[chunk.content.text for chunk in chunks] for chunks, _ in outcomes] == [  # type: ignore[misc]
+        [chunk.content.text for chunk in chunks] for chunks in expected
+    ]
