@@ -2,6 +2,7 @@
 
     python bench/ray_executor.py                 # 2,000 files, 3 repetitions (about 5 min on 2 cores)
     python bench/ray_executor.py --files 200 --reps 1
+    python bench/ray_executor.py --nodes 1 2         # `ray start` clusters of 1 and 2 nodes
 
 Each case is `ragflow-config run` of the same pipeline into a fresh Qdrant
 store on tmpfs, in a fresh process, once with `execution: {type: local}` and
@@ -12,20 +13,31 @@ sampled as bench/run.py does (Ray's GCS, raylet and workers are in the tree);
 CPU seconds are the tree's user + system. Within each repetition the two run
 back to back, in rotating order, and the table gives the median ratio with
 its range.
+
+With ``--nodes``, the Ray cases run instead on a cluster started before the
+case with `ray start --head --num-cpus 1` plus N-1 `ray start --address ...
+--num-cpus 1` worker node processes on this machine (a cluster in use, as
+`address:` joins one): its start is not counted, but the CPU its daemons and
+workers spend during the run is (their user + system seconds before and
+after). The table then gives files per CPU-second, and the ratio to the
+local executor with its default workers (one per core).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import psutil
 from make_corpus import make_corpus
 from run import MB, _PeakSampler
 
@@ -45,19 +57,80 @@ knowledge_bases:
     embedding: model
     vector_store: local
     collection: bench
-execution: {{type: {executor}}}
+execution: {execution}
 """
 CASES = ("local", "ray")
 
 
-def run_case(executor: str, corpus: Path, stores: Path) -> dict[str, float]:
-    folder = stores / executor
+class Cluster:
+    """`ray start` daemons of ``nodes`` one-CPU nodes on this machine, under a temp dir of their own.
+
+    Its processes are found by that dir in their command lines (and their
+    children), and ended by process id: `ray stop` would end every Ray here.
+    """
+
+    def __init__(self, nodes: int, temp: Path) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.address = f"127.0.0.1:{port}"
+        self.temp = temp
+        ray = str(Path(sys.executable).parent / "ray")
+        head = ["--head", "--include-dashboard=false", f"--port={port}", f"--temp-dir={temp}"]
+        for node in range(nodes):
+            options = head if node == 0 else [f"--address={self.address}"]
+            options = [*options, "--node-ip-address=127.0.0.1"]
+            subprocess.run(
+                [ray, "start", "--num-cpus=1", "--disable-usage-stats", *options],
+                stdout=subprocess.DEVNULL,
+                check=True,
+                # As a `ray.init` one: a token-authenticated cluster would need a token here.
+                env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+            )
+
+    def processes(self) -> list[psutil.Process]:
+        roots = []
+        for process in psutil.process_iter(["cmdline"]):
+            if str(self.temp) in " ".join(process.info["cmdline"] or ()):
+                roots.append(process)
+        found = {process.pid: process for process in roots}
+        for root in roots:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                found.update((child.pid, child) for child in root.children(recursive=True))
+        return list(found.values())
+
+    def cpu_seconds(self) -> float:
+        total = 0.0
+        for process in self.processes():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = process.cpu_times()
+                total += times.user + times.system
+        return total
+
+    def stop(self) -> None:
+        processes = self.processes()
+        for process in processes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        psutil.wait_procs(processes, timeout=10)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def run_case(
+    case: str, corpus: Path, stores: Path, cluster: Cluster | None = None
+) -> dict[str, float]:
+    folder = stores / case
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     pipeline = folder / "pipeline.yaml"
+    execution = "{type: local}" if case == "local" else "{type: ray}"
+    if cluster is not None and case != "local":
+        execution = f"{{type: ray, parameters: {{address: '{cluster.address}'}}}}"
     pipeline.write_text(
-        PIPELINE.format(store=folder / "store", corpus=corpus, executor=executor), encoding="utf-8"
+        PIPELINE.format(store=folder / "store", corpus=corpus, execution=execution),
+        encoding="utf-8",
     )
+    cluster_before = cluster.cpu_seconds() if cluster is not None else 0.0
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -72,14 +145,19 @@ def run_case(executor: str, corpus: Path, stores: Path) -> dict[str, float]:
         out.seek(0)
         err.seek(0)
         if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{executor} failed:\n{err.read()[-3000:]}")
+            raise SystemExit(f"{case} failed:\n{err.read()[-3000:]}")
         [kb] = json.loads(out.read())["knowledge_bases"]
+    cluster_cpu = cluster.cpu_seconds() - cluster_before if cluster is not None else 0.0
     return {
         "seconds": seconds,
         "peak_rss_mb": sampler.peak / MB,
         "peak_pss_mb": sampler.peak_pss / MB,
         # The command exactly, and the descendants it does not wait for as last sampled.
-        "cpu_seconds": usage.ru_utime + usage.ru_stime + sum(sampler.descendants_cpu.values()),
+        "cpu_seconds": usage.ru_utime
+        + usage.ru_stime
+        + sum(sampler.descendants_cpu.values())
+        + cluster_cpu,
+        "cluster_cpu_seconds": cluster_cpu,
         "chunks": kb["chunks_written"],
     }
 
@@ -90,16 +168,30 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/ragflow-bench"))
     parser.add_argument("--stores", type=Path, default=Path("/dev/shm/ragflow-bench-ray"))
+    parser.add_argument(
+        "--nodes", type=int, nargs="*", help="`ray start` clusters of these many one-CPU nodes"
+    )
     args = parser.parse_args()
     corpus = args.corpora / f"corpus-{args.files}-x1"
     counts = make_corpus(corpus, args.files)
     load = os.getloadavg()
-    runs: dict[str, list[dict[str, float]]] = {case: [] for case in CASES}
+    cases = ("local", *(f"ray-{n}" for n in args.nodes)) if args.nodes else CASES
+    runs: dict[str, list[dict[str, float]]] = {case: [] for case in cases}
     for rep in range(args.reps):
-        order = CASES if rep % 2 == 0 else CASES[::-1]
-        for case in order:
-            runs[case].append(run_case(case, corpus, args.stores))
+        for case in cases if rep % 2 == 0 else cases[::-1]:
+            cluster = None
+            if case.startswith("ray-"):
+                cluster = Cluster(int(case[4:]), Path(tempfile.mkdtemp(prefix="ray-bench-")))
+            try:
+                runs[case].append(run_case(case, corpus, args.stores, cluster))
+            finally:
+                if cluster is not None:
+                    cluster.stop()
             print(case, runs[case][-1], file=sys.stderr)
+    if args.nodes:
+        shutil.rmtree(args.stores, ignore_errors=True)
+        print_scaling(args.files, counts, args.reps, load, runs)
+        return
     shutil.rmtree(args.stores, ignore_errors=True)
     assert {run["chunks"] for case in CASES for run in runs[case]} == {runs["local"][0]["chunks"]}
 
@@ -125,6 +217,28 @@ def main() -> None:
             f"{sorted(ray)[len(ray) // 2]:.1f} {unit} | "
             f"{median:.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) |"
         )
+
+
+def print_scaling(
+    files: int,
+    counts: dict[str, int],
+    reps: int,
+    load: tuple[float, float, float],
+    runs: dict[str, list[dict[str, float]]],
+) -> None:
+    assert len({run["chunks"] for case in runs.values() for run in case}) == 1
+    print(
+        f"{files} files ({', '.join(f'{n} {k}' for k, n in counts.items())}), {reps} "
+        f"repetition(s), {os.cpu_count()} cores, load average at start {load[0]:.1f}; "
+        "medians; CPU over the run's process tree and the cluster's processes.\n"
+    )
+    print("| case | wall | CPU seconds | files per CPU-second | CPU / local |")
+    print("|---|---|---|---|---|")
+    local = sorted(run["cpu_seconds"] for run in runs["local"])[len(runs["local"]) // 2]
+    for case, measured in runs.items():
+        wall = sorted(run["seconds"] for run in measured)[len(measured) // 2]
+        cpu = sorted(run["cpu_seconds"] for run in measured)[len(measured) // 2]
+        print(f"| {case} | {wall:.1f} s | {cpu:.1f} s | {files / cpu:.0f} | {cpu / local:.2f}x |")
 
 
 if __name__ == "__main__":
