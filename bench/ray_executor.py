@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,13 +100,14 @@ class Cluster:
                 found.update((child.pid, child) for child in root.children(recursive=True))
         return list(found.values())
 
-    def cpu_seconds(self) -> float:
-        total = 0.0
+    def cpu_seconds(self) -> dict[int, float]:
+        """User + system seconds of each of the cluster's processes now."""
+        seconds = {}
         for process in self.processes():
             with contextlib.suppress(psutil.NoSuchProcess):
                 times = process.cpu_times()
-                total += times.user + times.system
-        return total
+                seconds[process.pid] = times.user + times.system
+        return seconds
 
     def stop(self) -> None:
         processes = self.processes()
@@ -114,6 +116,27 @@ class Cluster:
                 process.kill()
         psutil.wait_procs(processes, timeout=10)
         shutil.rmtree(self.temp, ignore_errors=True)
+
+
+class _ClusterCPU(threading.Thread):
+    """The cluster's CPU seconds during a run, polled: a job's workers exit with its driver."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__(daemon=True)
+        self.cluster = cluster
+        self.before = cluster.cpu_seconds()
+        self.last = dict(self.before)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.1):
+            self.last.update(self.cluster.cpu_seconds())
+
+    def spent(self) -> float:
+        self.stopped.set()
+        self.join()
+        self.last.update(self.cluster.cpu_seconds())
+        return sum(self.last.values()) - sum(self.before.values())
 
 
 def run_case(
@@ -130,7 +153,9 @@ def run_case(
         PIPELINE.format(store=folder / "store", corpus=corpus, execution=execution),
         encoding="utf-8",
     )
-    cluster_before = cluster.cpu_seconds() if cluster is not None else 0.0
+    cluster_cpu = _ClusterCPU(cluster) if cluster is not None else None
+    if cluster_cpu is not None:
+        cluster_cpu.start()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(
@@ -142,12 +167,12 @@ def run_case(
         seconds = time.perf_counter() - started
         sampler.stopped.set()
         sampler.join()
+        cluster_seconds = cluster_cpu.spent() if cluster_cpu is not None else 0.0
         out.seek(0)
         err.seek(0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{case} failed:\n{err.read()[-3000:]}")
         [kb] = json.loads(out.read())["knowledge_bases"]
-    cluster_cpu = cluster.cpu_seconds() - cluster_before if cluster is not None else 0.0
     return {
         "seconds": seconds,
         "peak_rss_mb": sampler.peak / MB,
@@ -156,8 +181,8 @@ def run_case(
         "cpu_seconds": usage.ru_utime
         + usage.ru_stime
         + sum(sampler.descendants_cpu.values())
-        + cluster_cpu,
-        "cluster_cpu_seconds": cluster_cpu,
+        + cluster_seconds,
+        "cluster_cpu_seconds": cluster_seconds,
         "chunks": kb["chunks_written"],
     }
 
