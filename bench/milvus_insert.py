@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -117,12 +118,15 @@ async def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="milvus-insert-", dir="/dev/shm"))
     print(f"{args.rows} rows, {args.batch} a request, {args.reps} rep(s); load {os.getloadavg()}")
     results: dict[str, list[list[tuple[float, float]]]] = {m: [] for m in METHODS}
-    async with MilvusLiteStore(uri=str(folder / "bench.db")) as store:
-        for rep in range(args.reps):
-            for method in METHODS[rep % 3 :] + METHODS[: rep % 3]:
-                results[method].append(
-                    await fill(store, method, args.rows, args.batch, checkpoints)
-                )
+    try:
+        async with MilvusLiteStore(uri=str(folder / "bench.db")) as store:
+            for rep in range(args.reps):
+                for method in METHODS[rep % 3 :] + METHODS[: rep % 3]:
+                    results[method].append(
+                        await fill(store, method, args.rows, args.batch, checkpoints)
+                    )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     bounds = [0, *checkpoints]
     header = " | ".join(f"{a:,}-{b:,}" for a, b in itertools.pairwise(bounds))
     print(f"\nper row, by rows already in the collection (median of {args.reps})\n")
