@@ -141,7 +141,8 @@ class RetrievalSettings(_Settings):
         default="max",
         description="With `group_by: document`, a document's score from its chunks' scores: "
         "`max`, its best chunk's; `sum_top_2`, the sum of its two best (a second matching "
-        "passage counts; for scores that are never negative: BM25, most cosine scores).",
+        "passage counts; favours documents of several chunks: for documents alike in "
+        "length and scores that are never negative).",
     )
     chunks_per_document: int = Field(
         default=5,
