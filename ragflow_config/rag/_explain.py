@@ -110,11 +110,16 @@ class HitExplain(_Record):
         """One line naming each stage's rank and score, and the matched terms."""
         parts = []
         if self.dense is not None:
-            parts.append(f"dense {_placed(self.dense.rank, self.dense.score)}")
+            parts.append(
+                f"dense {_placed(self.dense.rank, self.dense.score)}{_chunks(self.dense.chunks)}"
+            )
         if self.lexical is not None:
             terms = ", ".join(f"{m.term} {m.contribution:.3f}" for m in self.lexical.terms)
             placed = _placed(self.lexical.rank, self.lexical.score)
-            parts.append(f"lexical {placed}" + (f" [{terms}]" if terms else " [no term matched]"))
+            parts.append(
+                f"lexical {placed}{_chunks(self.lexical.chunks)}"
+                + (f" [{terms}]" if terms else " [no term matched]")
+            )
         if self.fusion is not None:
             parts.append(f"{self.fusion.method} {self.fusion.score:.4f}")
         if self.rerank is not None:
@@ -126,6 +131,13 @@ class HitExplain(_Record):
         if self.metadata_filter:
             parts.append(f"filter {json.dumps(self.metadata_filter, ensure_ascii=False)}")
         return "; ".join(parts)
+
+
+def _chunks(chunks: list[ChunkScore] | None) -> str:
+    """`` chunks 1 (0.8123), 0 (0.7011)``: a grouped document's chunks on one side."""
+    if not chunks:
+        return ""
+    return " chunks " + ", ".join(f"{c.chunk_index} ({c.score:.4f})" for c in chunks)
 
 
 def _placed(rank: int | None, score: float | None) -> str:

@@ -170,6 +170,9 @@ async def test_document_grouping_on_the_dense_side(store: VectorStoreBase) -> No
         assert [c.chunk_index for c in chunks_of_a] == [0, 1]
         assert [c.score for c in chunks_of_a] == approx([0.9, 0.8])
         assert [c.chunk_index for c in hits[2].explain.dense.chunks] == [0, 1, 2]  # type: ignore[union-attr]
+        assert (
+            hits[1].explain.summary().startswith("dense #2 (0.9000) chunks 0 (0.9000), 1 (0.8000)")
+        )
 
         # sum_top_2: A's two passages (0.9 + 0.8) beat B's one (0.95); C's 0.5 + 0.4.
         by_sum = knowledge_base(store, collection, group_by="document", aggregate="sum_top_2")
