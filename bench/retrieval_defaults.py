@@ -192,8 +192,12 @@ def main() -> None:
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for other in args.merge:
         for name, fresh in json.loads(other.read_text()).items():
-            previous = results.get(name, {}).get("configs", {})
-            results[name] = {**fresh, "configs": {**previous, **fresh["configs"]}}
+            previous = results.get(name, {})
+            results[name] = {
+                **previous,
+                **fresh,
+                "configs": {**previous.get("configs", {}), **fresh["configs"]},
+            }
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     if args.table or args.merge:
         print(tables(results))
