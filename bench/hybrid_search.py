@@ -1,13 +1,15 @@
 """KnowledgeBase.search per retrieval mode, on one indexed pipeline: what hybrid costs.
 
-    python bench/hybrid_search.py PIPELINE.yaml KB TOPICS [--reps 3] [--top-k 10]
+    python bench/hybrid_search.py PIPELINE.yaml KB TOPICS [--reps 3] [--top-k 10] [--options]
         [--rerank-url URL [--rerank-api tei|cohere] [--rerank-candidates 50]]
 
 PIPELINE.yaml must have been run with `retrieval: {mode: hybrid}` (any mode
 with a lexical side); TOPICS holds one `<id>\\t<query>` line a query (as
 `../shared/data/ir/med/topics`). Each repetition runs every query through
 the same store with the knowledge base's retrieval switched to `dense`,
-`lexical`, `hybrid` (rrf) and `hybrid` (weighted), in rotating order.
+`lexical`, `hybrid` (rrf) and `hybrid` (weighted), in rotating order; with
+``--options``, also each of the first three with ``group_by: document`` and
+with ``feedback: {}``.
 With ``--rerank-url`` (a TEI, Jina or Cohere ``/rerank`` server; its key
 in ``RERANK_API_KEY``), ``hybrid weighted + rerank`` is measured too.
 Reported per mode: median ms per query, the ratio to `dense` within each
@@ -34,6 +36,15 @@ MODES = {
     "hybrid rrf": {"mode": "hybrid"},
     "hybrid weighted": {"mode": "hybrid", "fusion": {"method": "weighted"}},
 }
+# --options: document grouping and pseudo-relevance feedback (issue 39), at their defaults.
+OPTIONS = {
+    "dense + group": {"mode": "dense", "group_by": "document"},
+    "dense + PRF": {"mode": "dense", "feedback": {}},
+    "lexical + group": {"mode": "lexical", "group_by": "document"},
+    "lexical + PRF": {"mode": "lexical", "feedback": {}},
+    "hybrid rrf + group": {"mode": "hybrid", "group_by": "document"},
+    "hybrid rrf + PRF": {"mode": "hybrid", "feedback": {}},
+}
 
 
 def cpu() -> float:
@@ -48,11 +59,14 @@ async def main() -> None:
     parser.add_argument("topics")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument(
+        "--options", action="store_true", help="also group_by: document and feedback: {}"
+    )
     parser.add_argument("--rerank-url", help="base URL of a /rerank server")
     parser.add_argument("--rerank-api", choices=["tei", "cohere"], default="tei")
     parser.add_argument("--rerank-candidates", type=int, default=50)
     args = parser.parse_args()
-    modes = dict(MODES)
+    modes = dict(MODES) | (OPTIONS if args.options else {})
     reranker = None
     if args.rerank_url:
         reranker = HttpReranker(base_url=args.rerank_url, api=args.rerank_api)
