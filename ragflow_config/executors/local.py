@@ -53,10 +53,24 @@ _WORTH_STARTING = 0.5
 
 
 @dataclass
-class _Waiting:
+class Waiting:
+    """A file sent to the workers, and the future its result is set on."""
+
     request: Request
     future: asyncio.Future[Prepared]
+    #: Sent alone: it was in a task that ran out of time, or whose worker died on every retry.
     suspect: bool = False
+
+
+def settle(group: Sequence[Waiting], outcomes: Sequence[Outcome]) -> None:
+    """Each file's future gets its outcome, unless it is settled already (a time limit)."""
+    for waiting, (ok, value) in zip(group, outcomes, strict=True):
+        if waiting.future.done():
+            continue
+        if ok:
+            waiting.future.set_result(value)  # type: ignore[arg-type]
+        else:
+            waiting.future.set_exception(value)  # type: ignore[arg-type]
 
 
 class LocalExecutor(ExecutorBase):
@@ -101,7 +115,7 @@ class ParserProcesses(StartedExecutor):
         self.files_in_flight = max(4, 4 * FILES_PER_TASK * workers)
         self._executor = self._new_executor()
         self._started: asyncio.Future[bool] | None = None
-        self._waiting: deque[_Waiting] = deque()
+        self._waiting: deque[Waiting] = deque()
         self._tasks = 0
         self._suspect_running = False
         self._prepared_here = 0
@@ -165,7 +179,7 @@ class ParserProcesses(StartedExecutor):
             self._prepared_here += 1
             return prepared
         future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Waiting((parser, chunker, model, data, filename), future))
+        self._waiting.append(Waiting((parser, chunker, model, data, filename), future))
         self._send()
         return await future
 
@@ -212,7 +226,7 @@ class ParserProcesses(StartedExecutor):
     def _settle(
         self,
         executor: concurrent.futures.Executor,
-        group: list[_Waiting],
+        group: list[Waiting],
         sent: float,
         task: asyncio.Future[list[Outcome]],
     ) -> None:
@@ -229,17 +243,11 @@ class ParserProcesses(StartedExecutor):
             self._send()
             return
         outcomes: list[Outcome] = [(False, error)] * len(group) if error else task.result()
-        for waiting, (ok, value) in zip(group, outcomes, strict=True):
-            if waiting.future.done():
-                continue
-            if ok:
-                waiting.future.set_result(value)  # type: ignore[arg-type]
-            else:
-                waiting.future.set_exception(value)  # type: ignore[arg-type]
+        settle(group, outcomes)
         self._send()
 
     def _after_a_crash(
-        self, executor: concurrent.futures.Executor, group: list[_Waiting], seconds: float
+        self, executor: concurrent.futures.Executor, group: list[Waiting], seconds: float
     ) -> None:
         """A process died (a parser library crashed, ran out of memory or out of time): start new ones.
 
@@ -261,7 +269,7 @@ class ParserProcesses(StartedExecutor):
                 )
                 waiting.future.set_exception(ParserError(waiting.request[4], reason))
             else:
-                self._waiting.appendleft(_Waiting(waiting.request, waiting.future, suspect=True))
+                self._waiting.appendleft(Waiting(waiting.request, waiting.future, suspect=True))
 
     def shutdown(self) -> None:
         self._executor.shutdown(cancel_futures=True)

@@ -18,7 +18,6 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
@@ -29,7 +28,7 @@ from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
 from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
-from .local import Outcome, Request, outcome
+from .local import Outcome, Request, Waiting, outcome, settle
 
 if TYPE_CHECKING:
     from ..pipeline._build import IndexingPlan
@@ -89,14 +88,6 @@ class RayExecutor(ExecutorBase):
         return RayTasks(self.parameters)
 
 
-@dataclass
-class _Waiting:
-    request: Request
-    future: asyncio.Future[Prepared]
-    #: Sent alone: it was in a task that ran out of time, or whose worker died on every retry.
-    suspect: bool = False
-
-
 class RayTasks(StartedExecutor):
     """The run's side of the cluster: at most one task per free parse slot, so a task starts when sent.
 
@@ -122,7 +113,7 @@ class RayTasks(StartedExecutor):
         self._files_per_task = parameters.files_per_task
         # A task's worth of files waiting behind each running one, and as many being written.
         self.files_in_flight = max(4, 4 * self._files_per_task * self._slots)
-        self._waiting: deque[_Waiting] = deque()
+        self._waiting: deque[Waiting] = deque()
         self._running: set[asyncio.Task[None]] = set()
         self._task = ray.remote(_prepare_in_task).options(
             num_cpus=parameters.parse_cpus, max_retries=parameters.max_retries
@@ -149,7 +140,7 @@ class RayTasks(StartedExecutor):
         embedding_stage = self.embeds_every_model and model is not None
         request = (parser, chunker, None if embedding_stage else model, data, filename)
         future: asyncio.Future[Prepared] = asyncio.get_running_loop().create_future()
-        self._waiting.append(_Waiting(request, future))
+        self._waiting.append(Waiting(request, future))
         self._send()
         prepared = await future
         if embedding_stage and model is not None:
@@ -177,7 +168,7 @@ class RayTasks(StartedExecutor):
         self._running.discard(running)
         self._send()
 
-    async def _run(self, group: list[_Waiting]) -> None:
+    async def _run(self, group: list[Waiting]) -> None:
         exceptions = self._ray.exceptions
         ref = self._task.remote([waiting.request for waiting in group])
         try:
@@ -201,15 +192,9 @@ class RayTasks(StartedExecutor):
             if not isinstance(exc, Exception):
                 raise
         else:
-            for waiting, (ok, value) in zip(group, outcomes, strict=True):
-                if waiting.future.done():
-                    continue
-                if ok:
-                    waiting.future.set_result(value)  # type: ignore[arg-type]
-                else:
-                    waiting.future.set_exception(value)  # type: ignore[arg-type]
+            settle(group, outcomes)
 
-    def _failed(self, group: list[_Waiting], reason: str) -> None:
+    def _failed(self, group: list[Waiting], reason: str) -> None:
         """A file alone fails for ``reason``; a task of several runs them again, one file a task,
         so only the file that hangs or kills its worker fails."""
         if len(group) == 1:
@@ -218,7 +203,7 @@ class RayTasks(StartedExecutor):
                 waiting.future.set_exception(ParserError(waiting.request[4], reason))
             return
         for waiting in reversed(group):
-            self._waiting.appendleft(_Waiting(waiting.request, waiting.future, suspect=True))
+            self._waiting.appendleft(Waiting(waiting.request, waiting.future, suspect=True))
 
     async def _embed(self, model: EmbeddingModelBase, chunks: list[Chunk]) -> Prepared:
         """``chunks`` with their vectors from the embedding stage, as the local executor makes them."""
