@@ -161,9 +161,9 @@ def table(results: dict[str, dict], metric: str) -> str:
             else:
                 p = row[f"p_{metric}"]
                 mark = "**" if p < 0.05 else ""
-                cells.append(
-                    f"{row[metric]:.4f} ({mark}{row[metric] - dense[metric]:+.3f}{mark}, p {p:.3f})"
-                )
+                shown = "p < 0.001" if p < 0.001 else f"p {p:.3f}"
+                diff = row[metric] - dense[metric]
+                cells.append(f"{row[metric]:.4f} ({mark}{diff:+.3f}{mark}, {shown})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
