@@ -54,11 +54,14 @@ class Bm25Settings(_Settings):
 class FusionSettings(_Settings):
     """How a hybrid search combines its dense and lexical rankings."""
 
+    # `weighted` with equal weights: of the configurations measured on five judged
+    # collections (bench/README.md, "Retrieval defaults on several collections"), the only
+    # one that beat dense on most and lost significantly on none; `rrf` lost MAP on MED.
     method: Literal["rrf", "weighted"] = Field(
-        default="rrf",
-        description="`rrf`: sum of weight / (k + rank) over both rankings. `weighted`: sum of "
-        "weight x score, each side's scores min-max normalised so that its first `candidates` "
-        "hits span [0, 1] (hits after them fall below 0).",
+        default="weighted",
+        description="`weighted`: sum of weight x score, each side's scores min-max normalised "
+        "so that its first `candidates` hits span [0, 1] (hits after them fall below 0). "
+        "`rrf`: sum of weight / (k + rank) over both rankings.",
     )
     k: int = Field(default=60, ge=0, description="RRF's rank constant.")
     dense_weight: float = Field(default=1.0, ge=0, description="Weight of the dense side.")

@@ -217,7 +217,8 @@ async def test_document_grouping_on_both_sides_before_fusion(store: VectorStoreB
             (0, pytest.approx(a0, abs=1e-5)),
         ]
 
-        hybrid = knowledge_base(store, collection, mode="hybrid", group_by="document")
+        rrf = {"method": "rrf"}  # ranks alone: the expected scores follow from them
+        hybrid = knowledge_base(store, collection, mode="hybrid", group_by="document", fusion=rrf)
         hits = await hybrid.search([QUERY], top_k=5, explain=True)
         # RRF over documents: dense B, A, C, D; lexical A, B, C. A is one hit, not two.
         assert ranked(hits) == [("A", 0), ("B", 0), ("C", 0), ("D", 0)]

@@ -57,7 +57,7 @@ def test_search_explain_names_both_sides_and_the_matched_terms(
     for why in whys:
         assert re.search(r"^dense (#\d+ \(-?\d\.\d{4}\)|not returned)", why), why
         assert re.search(r"; lexical (#\d+|not returned)", why), why
-        assert re.search(r"; rrf \d\.\d{4}; filter \{\"shelf\": \"a\"\}$", why), why
+        assert re.search(r"; weighted -?\d\.\d{4}; filter \{\"shelf\": \"a\"\}$", why), why
     first = whys[0]  # cats.md: both sides' first, matching both analysed terms
     assert first.startswith("dense #1 (") and "lexical #1 (" in first
     assert re.search(r"\[sleep \d\.\d{3}, cat \d\.\d{3}\]", first), first
@@ -74,7 +74,7 @@ def test_search_explain_json_carries_the_explain_record(
     hits = printed["hits"] if isinstance(printed, dict) else printed  # {"hits"} since check-env
     explain = hits[0]["explain"]
     assert hits[0]["chunk"]["source"] == "fish.md"
-    assert explain["mode"] == "hybrid" and explain["fusion"]["method"] == "rrf"
+    assert explain["mode"] == "hybrid" and explain["fusion"]["method"] == "weighted"
     assert explain["dense"]["rank"] == 1 and explain["lexical"]["rank"] == 1
     assert [t["term"] for t in explain["lexical"]["terms"]] == ["pond", "warm"]
     assert explain["metadata_filter"] is None

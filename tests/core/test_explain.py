@@ -70,7 +70,8 @@ async def test_a_hybrid_hit_names_both_sides_ranks_and_its_matched_terms(
     store: QdrantStore,
 ) -> None:
     query = "where do sleeping cats purr"
-    hits = await handle(store, "hybrid").search([query], top_k=5, explain=True)
+    rrf = {"method": "rrf"}  # its score is checked below from the two ranks
+    hits = await handle(store, "hybrid", fusion=rrf).search([query], top_k=5, explain=True)
     dense = await handle(store, "dense").search([query], top_k=5)
     lexical = await handle(store, "lexical").search([query], top_k=5)
     dense_rank = {h.document_id: rank for rank, h in enumerate(dense, 1)}

@@ -213,7 +213,7 @@ def test_rrf_and_weighted_fusion_by_hand() -> None:
 
     dense = [hit("a", 0.9), hit("b", 0.3), hit("c", 0.1)]
     lexical = [hit("c", 8.0), hit("a", 2.0)]
-    rrf = fuse(dense, lexical, FusionSettings(k=60), candidates=3)
+    rrf = fuse(dense, lexical, FusionSettings(method="rrf", k=60), candidates=3)
     assert [(h.document_id, h.score) for h in rrf] == [
         ("a", pytest.approx(1 / 61 + 1 / 62)),
         ("c", pytest.approx(1 / 63 + 1 / 61)),

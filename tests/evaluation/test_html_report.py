@@ -176,7 +176,7 @@ def test_the_metric_table_and_the_worst_queries_hits_are_explained(
     first = worst[0]
     whys = re.findall(r'<div class="why">(.*?)</div>', first)
     assert whys and any(w.startswith("dense #") for w in whys)
-    assert any(re.search(r"; lexical (#\d|not returned).*; rrf ", w) for w in whys)  # hybrid
+    assert any(re.search(r"; lexical (#\d|not returned).*; weighted ", w) for w in whys)  # hybrid
 
 
 def test_the_report_stands_alone(compared: tuple[str, dict]) -> None:

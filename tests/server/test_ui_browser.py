@@ -119,7 +119,7 @@ def test_search_explain_and_browse_with_the_token(
         assert {t.split()[0] for t in terms} >= {"garden", "dog", "bark"}
         marked = first.locator(".text mark").all_inner_texts()
         assert {"garden", "dogs", "bark"} <= set(marked)
-        assert "rrf" in first.locator("tr.fusion").inner_text()
+        assert "weighted" in first.locator("tr.fusion").inner_text()
         assert '"shelf": "a"' in first.locator("tr.filter").inner_text()
         page.screenshot(path=str(tmp_path / "search.png"), full_page=True)
 

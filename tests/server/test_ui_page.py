@@ -77,7 +77,7 @@ def test_a_plain_get_search_shows_hits_with_their_explain_and_marks_matched_word
         assert "cats.md" in first and re.search(r'<tr class="dense"><th>dense</th><td>#\d', first)
         assert re.search(r'<tr class="lexical"><th>lexical</th><td>#1</td>', first)
         assert re.search(r'<span class="term"[^>]*>sleep [\d.]+</span>', first)
-        assert '<tr class="fusion"><th>rrf</th>' in first
+        assert '<tr class="fusion"><th>weighted</th>' in first
         assert '<code>{"shelf": "a"}</code>' in first  # the filter in force
         # "sleep" and "sleeping" both analyse to the matched term "sleep".
         assert "<mark>sleep</mark>" in first and "<mark>sleeping</mark>" in first
