@@ -53,7 +53,8 @@ KNOWLEDGE_BASE = """\
     embedding: model
     vector_store: {store}
     collection: {collection}
-    retrieval: {{mode: {mode}}}
+    # RRF fuses ranks alone, so two engines' hybrid scores are the very same numbers.
+    retrieval: {{mode: {mode}, fusion: {{method: rrf}}}}
 """
 
 TOPICS = {
