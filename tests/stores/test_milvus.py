@@ -90,7 +90,10 @@ async def test_lite_inserts_new_ids_and_upserts_stored_ones_without_duplicates(
             monkeypatch.setattr(store.client, name, counted(name))
 
         async def rows() -> int:
-            [count] = await store.client.query("kb", filter="", output_fields=["count(*)"])
+            # Strong: a count at the default consistency may miss what was just written.
+            [count] = await store.client.query(
+                "kb", filter="", output_fields=["count(*)"], consistency_level="Strong"
+            )
             return int(count["count(*)"])
 
         await store.insert("kb", [make_record("doc", i, [1.0, float(i)]) for i in range(4)])
