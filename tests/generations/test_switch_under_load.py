@@ -510,7 +510,8 @@ async def test_a_chunker_change_is_followed_at_the_switch_under_load(
         switch_started, switch_done = switch.to(report.rebuild.target)
         moments += [switch_started, switch_done]
         assert sum(r.ended < switch_started for r in results) >= SETS_PER_PHASE
-        assert any(moments[0] < r.ended < switch_started for r in results)  # during the run
+        # Whether a search also ends while the run writes depends on the scheduler (a fast
+        # run on a quiet host may finish between two searches): not asserted, as a time is not.
         assert sum(r.started > switch_done for r in results) >= SETS_PER_PHASE
         # The new generation answers only once the pointer write began; the old one only
         # to searches that started before it was done (they may have read it just before).
