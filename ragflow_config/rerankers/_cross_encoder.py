@@ -122,7 +122,6 @@ class CrossEncoderReranker(RerankerBase):
         # The file's own padding and truncation (often a fixed length) are replaced:
         # each batch is padded to its longest pair, and pairs are cut as trained.
         padding = tokenizer.padding or {}
-        tokenizer.no_truncation()
         tokenizer.enable_truncation(max_length=self.parameters.max_length)
         tokenizer.enable_padding(
             pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
