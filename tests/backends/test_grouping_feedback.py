@@ -14,12 +14,12 @@ import math
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from _table_model import TableModel
 
-from ragflow_config.embedding._base import EmbeddingModelBase, EmbeddingParameters
-from ragflow_config.message import DataBlock, TextBlock
+from ragflow_config.message import TextBlock
 from ragflow_config.rag import (
     Chunk,
     KnowledgeBase,
@@ -68,23 +68,6 @@ VECTORS = {
     for chunks in corpus.values()
     for text, vector in chunks
 } | {QUERY: [1.0, 0.0, 0.0], "r": [1.0, 0.0, 0.0]}
-
-
-class TableModel(EmbeddingModelBase):
-    """Each known text's chosen vector: scores that can be computed by hand."""
-
-    Parameters: ClassVar[type[EmbeddingParameters]] = EmbeddingParameters
-
-    @property
-    def model(self) -> str:
-        return "table"
-
-    @property
-    def dimensions(self) -> int:
-        return 3
-
-    async def embed_batch(self, batch: list[str | DataBlock]) -> list[list[float]]:
-        return [VECTORS[item] for item in batch if isinstance(item, str)]
 
 
 STORES = ["qdrant", "milvus_lite", "pgvector"]
@@ -136,7 +119,7 @@ def knowledge_base(store: VectorStoreBase, collection: str, **retrieval: Any) ->
     return KnowledgeBase(
         name="kb",
         description="",
-        embedding_model=TableModel(),
+        embedding_model=TableModel(VECTORS),
         vector_store=store,
         collection=collection,
         retrieval=RetrievalSettings.model_validate(retrieval),

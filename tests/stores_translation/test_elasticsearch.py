@@ -19,7 +19,7 @@ from ragflow_config.credential import ElasticsearchCredential, MissingSecretErro
 from ragflow_config.rag._document import record_key
 from ragflow_config.rag._stores.elasticsearch import ElasticsearchStore, common_score
 
-from .conftest import make_record
+from .conftest import es_store, make_record
 from .fake_elasticsearch import FakeElasticsearch, Reply, Request, not_found
 
 
@@ -48,10 +48,6 @@ def error(status: int, kind: str, reason: str) -> Reply:
     return status, {"error": {"root_cause": [body], **body}, "status": status}
 
 
-def store(server: FakeElasticsearch, **options: Any) -> ElasticsearchStore:
-    return ElasticsearchStore(hosts=server.url, **options)
-
-
 @pytest.mark.parametrize(
     ("distance", "similarity"),
     [("cosine", "cosine"), ("dot", "max_inner_product"), ("euclidean", "l2_norm")],
@@ -63,7 +59,7 @@ async def test_create_collection_maps_vector_and_filter_fields(
         (404, None) if r.method == "HEAD" else (200, {"acknowledged": True})
     )
 
-    async with store(es_server, distance=distance) as es:
+    async with es_store(es_server, distance=distance) as es:
         await es.create_collection("docs", 3)
 
     head, create = es_server.requests
@@ -92,7 +88,7 @@ async def test_create_collection_maps_vector_and_filter_fields(
 async def test_create_collection_is_a_no_op_when_the_index_exists(
     es_server: FakeElasticsearch,
 ) -> None:
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         await es.create_collection("docs", 3)
 
     assert [(r.method, r.path) for r in es_server.requests] == [("HEAD", "/docs")]
@@ -106,7 +102,7 @@ async def test_collection_dimensions_reads_the_mapping(es_server: FakeElasticsea
         return 200, {"docs-000001": {"mappings": {"properties": {"vector": vector}}}}
 
     es_server.respond = respond
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         assert await es.collection_dimensions("docs") == 384
         assert await es.collection_dimensions("missing") is None
 
@@ -115,7 +111,7 @@ async def test_collection_dimensions_reads_the_mapping(es_server: FakeElasticsea
 async def test_invalid_index_names_are_refused_before_any_request(
     es_server: FakeElasticsearch, name: str
 ) -> None:
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         with pytest.raises(ValueError, match="invalid index name"):
             await es.create_collection(name, 3)
         with pytest.raises(ValueError, match="invalid index name"):
@@ -129,7 +125,7 @@ async def test_insert_sends_batched_ndjson_bulk_requests(es_server: FakeElastics
     metadata = {"page": 3, "org": {"team": 'a"b.c'}, "ok": True, "tags": tags, "none": None}
     records = [make_record("doc", i, metadata) for i in range(3)]
 
-    async with store(es_server, batch_size=2) as es:
+    async with es_store(es_server, batch_size=2) as es:
         await es.insert("docs", records)
 
     first, second = es_server.requests
@@ -163,7 +159,7 @@ async def test_insert_sends_batched_ndjson_bulk_requests(es_server: FakeElastics
 
 
 async def test_insert_of_nothing_sends_nothing(es_server: FakeElasticsearch) -> None:
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         await es.insert("docs", [])
     assert es_server.requests == []
 
@@ -182,7 +178,7 @@ async def test_bulk_item_errors_are_surfaced(es_server: FakeElasticsearch) -> No
         },
     )
 
-    async with store(es_server, refresh=False) as es:
+    async with es_store(es_server, refresh=False) as es:
         with pytest.raises(VectorStoreError) as caught:
             await es.insert("docs", [make_record("doc", 0), make_record("doc", 1)])
 
@@ -197,7 +193,7 @@ async def test_search_filters_inside_knn_and_converts_cosine_scores(
 ) -> None:
     es_server.respond = lambda r: hits(hit("a", 0, 0.9), hit("b", 2, 0.75))
 
-    async with store(es_server, num_candidates=50) as es:
+    async with es_store(es_server, num_candidates=50) as es:
         results = await es.search(
             "docs", [0.5, 0.5, 0.0], top_k=2, metadata_filter={"tenant": "t1", "org": {"id": 7}}
         )
@@ -234,7 +230,7 @@ async def test_search_scores_are_on_the_common_scale(
     es_server: FakeElasticsearch, distance: str, es_score: float, score: float
 ) -> None:
     es_server.respond = lambda r: hits(hit("a", 0, es_score))
-    async with store(es_server, distance=distance) as es:
+    async with es_store(es_server, distance=distance) as es:
         (result,) = await es.search("docs", [1.0, 0.0, 0.0], top_k=1)
     assert result.score == pytest.approx(score)
     assert common_score(distance, es_score) == pytest.approx(score)
@@ -244,7 +240,7 @@ async def test_search_raises_num_candidates_to_top_k_and_caps_top_k(
     es_server: FakeElasticsearch,
 ) -> None:
     es_server.respond = lambda r: hits()
-    async with store(es_server, num_candidates=10) as es:
+    async with es_store(es_server, num_candidates=10) as es:
         assert await es.search("docs", [1.0], top_k=40) == []
         assert await es.search("docs", [1.0], top_k=0) == []
         with pytest.raises(ValueError, match="top_k is at most 10000"):
@@ -264,7 +260,7 @@ async def test_filter_values_and_keys_stay_literal(es_server: FakeElasticsearch)
         "flag": False,
         "ratio": 2.0,
     }
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         await es.search("docs", [1.0], top_k=1, metadata_filter=metadata_filter)
         unusable_filters: list[dict[str, Any]] = [
             {"tags": ["a"]},
@@ -308,7 +304,7 @@ async def test_list_documents_pages_a_composite_aggregation(es_server: FakeElast
         {"hits": {"hits": []}, "aggregations": {"documents": next(pages)}},
     )
 
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         summaries = await es.list_documents("docs", metadata_filter={"page": 1})
 
     assert [(s.document_id, s.chunk_count, s.source, s.metadata) for s in summaries] == [
@@ -333,7 +329,7 @@ async def test_list_documents_pages_a_composite_aggregation(es_server: FakeElast
 
 async def test_list_documents_without_filter_matches_all(es_server: FakeElasticsearch) -> None:
     es_server.respond = lambda r: (200, {"aggregations": {"documents": {"buckets": []}}})
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         assert await es.list_documents("docs") == []
     assert es_server.requests[0].json()["query"] == {"match_all": {}}
 
@@ -348,7 +344,7 @@ async def test_document_vectors_reads_chunk_and_vector_and_pages_with_search_aft
     pages = iter([hits(*first_page), hits(with_vector(hit("doc", 500, 1.0)))])
     es_server.respond = lambda r: next(pages)
 
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         found = await es.document_vectors("docs", "doc", {"p": 1})
 
     assert [chunk.chunk_index for chunk, _ in found] == list(range(501))
@@ -367,7 +363,7 @@ async def test_list_chunks_queries_the_index_window_and_pages_with_search_after(
     pages = iter([hits(*(hit("doc", i, 1.0) for i in range(2, 502))), hits(hit("doc", 502, 1.0))])
     es_server.respond = lambda r: next(pages)
 
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         chunks = await es.list_chunks("docs", "doc", offset=2, limit=600, metadata_filter={"p": 1})
 
     assert [c.chunk_index for c in chunks] == list(range(2, 503))
@@ -393,7 +389,7 @@ async def test_list_chunks_queries_the_index_window_and_pages_with_search_after(
 
 async def test_delete_by_query_scopes_to_document_and_filter(es_server: FakeElasticsearch) -> None:
     es_server.respond = lambda r: (200, {"deleted": 2})
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         await es.delete("docs", "doc-1", metadata_filter={"tenant": "t1"})
 
     (request,) = es_server.requests
@@ -412,7 +408,7 @@ async def test_missing_index_is_a_no_op_for_delete_but_an_error_for_search(
     es_server: FakeElasticsearch,
 ) -> None:
     es_server.respond = lambda r: not_found("gone")
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         await es.delete("gone", "doc")
         await es.delete_collection("gone")
         assert not await es.has_collection("gone")
@@ -426,7 +422,7 @@ async def test_overloaded_server_is_retried_then_reported(es_server: FakeElastic
     es_server.respond = lambda r: error(
         503, "unavailable_shards_exception", "primary shard is not active"
     )
-    async with store(es_server, max_retries=2) as es:
+    async with es_store(es_server, max_retries=2) as es:
         with pytest.raises(VectorStoreError) as caught:
             await es.search("docs", [1.0])
 
@@ -441,7 +437,7 @@ async def test_a_transient_failure_recovers(es_server: FakeElasticsearch) -> Non
         [error(429, "es_rejected_execution_exception", "queue full"), hits(hit("a", 0, 1.0))]
     )
     es_server.respond = lambda r: next(replies)
-    async with store(es_server, max_retries=1) as es:
+    async with es_store(es_server, max_retries=1) as es:
         (result,) = await es.search("docs", [1.0])
     assert result.document_id == "a"
     assert len(es_server.requests) == 2
@@ -451,7 +447,7 @@ async def test_a_rejected_request_is_not_retried(es_server: FakeElasticsearch) -
     es_server.respond = lambda r: error(
         400, "illegal_argument_exception", "the query vector has a different number of dimensions"
     )
-    async with store(es_server, max_retries=3) as es:
+    async with es_store(es_server, max_retries=3) as es:
         with pytest.raises(
             VectorStoreError, match="HTTP 400 illegal_argument_exception: the query"
         ):
@@ -486,7 +482,7 @@ async def test_a_host_that_never_answers_fails_on_the_connect_timeout(
 async def test_a_server_that_is_not_elasticsearch_is_refused(es_server: FakeElasticsearch) -> None:
     es_server.product_header = False
     es_server.respond = lambda r: hits()
-    async with store(es_server) as es:
+    async with es_store(es_server) as es:
         with pytest.raises(VectorStoreError, match="not Elasticsearch"):
             await es.search("docs", [1.0])
 
@@ -495,7 +491,7 @@ async def test_unauthorised_names_the_credential_variables(es_server: FakeElasti
     es_server.respond = lambda r: error(
         401, "security_exception", "missing authentication credentials"
     )
-    async with store(es_server, api_key_env="MY_ES_KEY") as es:
+    async with es_store(es_server, api_key_env="MY_ES_KEY") as es:
         with pytest.raises(VectorStoreError, match="HTTP 401 security_exception") as caught:
             await es.search("docs", [1.0])
         with pytest.raises(VectorStoreError, match="HTTP 401 Unauthorized"):
@@ -507,7 +503,7 @@ async def test_api_key_comes_from_the_named_variable(
     es_server: FakeElasticsearch, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MY_ES_KEY", "c2VjcmV0LWtleQ==")
-    es = store(es_server, api_key_env="MY_ES_KEY")
+    es = es_store(es_server, api_key_env="MY_ES_KEY")
     async with es:
         await es.has_collection("docs")
     assert es_server.requests[0].headers["authorization"] == "ApiKey c2VjcmV0LWtleQ=="
@@ -529,7 +525,7 @@ async def test_a_user_name_without_password_is_a_clear_error(
     monkeypatch.delenv("ELASTICSEARCH_PASSWORD", raising=False)
     monkeypatch.setenv("ELASTICSEARCH_USERNAME", "elastic")
     with pytest.raises(MissingSecretError, match="ELASTICSEARCH_PASSWORD"):
-        async with store(es_server):
+        async with es_store(es_server):
             pass
 
 

@@ -17,10 +17,8 @@ from ragflow_config import VectorStoreError
 from ragflow_config._errors import UnstorableDocumentError
 from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord
-from ragflow_config.rag._stores.elasticsearch import ElasticsearchStore
-from ragflow_config.rag._stores.mongodb import MongoDBStore
 
-from .conftest import make_record
+from .conftest import es_store, make_record, mongo_store
 from .fake_elasticsearch import FakeElasticsearch
 from .fake_mongod import FakeMongod
 
@@ -40,7 +38,7 @@ def surrogate_record() -> VectorRecord:
 async def test_elasticsearch_sends_hostile_text_as_it_is(es_server: FakeElasticsearch) -> None:
     es_server.respond = lambda r: (200, {"took": 1, "errors": False, "items": []})
     record = hostile_record()
-    async with ElasticsearchStore(hosts=es_server.url) as store:
+    async with es_store(es_server) as store:
         await store.insert("docs", [record])
         es_server.respond = lambda r: (200, {"hits": {"hits": []}})
         await store.search("docs", [1.0, 0.0, 0.0], metadata_filter={"label": HOSTILE})
@@ -57,7 +55,7 @@ async def test_elasticsearch_sends_hostile_text_as_it_is(es_server: FakeElastics
 async def test_elasticsearch_refuses_a_lone_surrogate_before_any_request(
     es_server: FakeElasticsearch,
 ) -> None:
-    async with ElasticsearchStore(hosts=es_server.url) as store:
+    async with es_store(es_server) as store:
         with pytest.raises(UnstorableDocumentError, match="lone surrogate"):
             await store.insert("docs", [make_record("doc", 0), surrogate_record()])
     assert es_server.requests == []
@@ -76,7 +74,7 @@ async def test_elasticsearch_says_what_to_do_about_a_disk_watermark_block(
         },
     }
     es_server.respond = lambda r: (200, {"errors": True, "items": [{"index": blocked}]})
-    async with ElasticsearchStore(hosts=es_server.url) as store:
+    async with es_store(es_server) as store:
         with pytest.raises(VectorStoreError) as failure:
             await store.insert("docs", [make_record("doc", 0)])
     assert failure.value.cause.endswith(
@@ -84,13 +82,9 @@ async def test_elasticsearch_says_what_to_do_about_a_disk_watermark_block(
     )
 
 
-def mongo(mongod: FakeMongod) -> MongoDBStore:
-    return MongoDBStore(uri=mongod.uri, database="rag")
-
-
 async def test_mongodb_sends_hostile_text_as_it_is(mongod: FakeMongod) -> None:
     record = hostile_record()
-    async with mongo(mongod) as store:
+    async with mongo_store(mongod) as store:
         await store.insert("docs", [record])
         await store.list_documents("docs", metadata_filter={"label": HOSTILE})
 
@@ -115,7 +109,7 @@ async def test_mongodb_sends_hostile_text_as_it_is(mongod: FakeMongod) -> None:
 async def test_mongodb_refuses_what_bson_cannot_hold_before_sending_it(
     mongod: FakeMongod, record: VectorRecord, problem: str
 ) -> None:
-    async with mongo(mongod) as store:
+    async with mongo_store(mongod) as store:
         with pytest.raises(UnstorableDocumentError, match=problem) as refused:
             await store.insert("docs", [record])
     assert refused.value.cause.startswith("doc.md")  # the file it came from
@@ -133,6 +127,6 @@ async def test_mongodb_write_errors_of_the_document_itself_are_unstorable(
         return {"n": 0, "nModified": 0, "writeErrors": [error], "ok": 1.0}
 
     mongod.respond = respond
-    async with mongo(mongod) as store:
+    async with mongo_store(mongod) as store:
         with pytest.raises(UnstorableDocumentError, match="BSONObj size"):
             await store.insert("docs", [make_record("doc", 0)])

@@ -16,10 +16,7 @@ from typing import Any
 
 import pytest
 
-from ragflow_config.rag._stores.elasticsearch import ElasticsearchStore
-from ragflow_config.rag._stores.mongodb import MongoDBStore
-
-from .conftest import make_record
+from .conftest import es_store, make_record, mongo_store
 from .fake_elasticsearch import FakeElasticsearch, Reply, Request, not_found
 from .fake_mongod import FakeMongod, cursor_reply
 from .test_elasticsearch import hit, hits, term
@@ -37,10 +34,6 @@ def lexical_record(document_id: str, chunk_index: int, **metadata: Any) -> Any:
 
 
 # --- Elasticsearch ------------------------------------------------------------
-
-
-def es_store(server: FakeElasticsearch) -> ElasticsearchStore:
-    return ElasticsearchStore(hosts=server.url)
 
 
 async def test_es_a_lexical_index_maps_term_ids_and_weights(es_server: FakeElasticsearch) -> None:
@@ -177,10 +170,6 @@ async def test_es_term_counts_without_terms_or_filter(es_server: FakeElasticsear
 
 
 # --- MongoDB --------------------------------------------------------------------
-
-
-def mongo_store(mongod: FakeMongod) -> MongoDBStore:
-    return MongoDBStore(uri=mongod.uri, database="rag")
 
 
 async def test_mongo_has_lexical_finds_the_term_index(mongod: FakeMongod) -> None:

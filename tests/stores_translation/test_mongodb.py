@@ -30,7 +30,7 @@ from ragflow_config.rag._stores.mongodb import (
     search_pipeline,
 )
 
-from .conftest import make_record
+from .conftest import make_record, mongo_store
 from .fake_mongod import FakeMongod, cursor_reply
 
 # --- pure translation -------------------------------------------------------
@@ -228,11 +228,6 @@ def is_index_listing(name: str, command: dict[str, Any]) -> bool:
     return name == "aggregate" and "$listSearchIndexes" in command["pipeline"][0]
 
 
-def store_for(mongod: FakeMongod, **options: Any) -> MongoDBStore:
-    options.setdefault("database", "rag")
-    return MongoDBStore(uri=mongod.uri, **options)
-
-
 async def test_create_collection_builds_the_index_and_waits_until_queryable(
     mongod: FakeMongod,
 ) -> None:
@@ -247,7 +242,7 @@ async def test_create_collection_builds_the_index_and_waits_until_queryable(
         cursor_reply(command, next(listings)) if is_index_listing(name, command) else None
     )
 
-    async with store_for(mongod, filter_fields=["t"]) as store:
+    async with mongo_store(mongod, filter_fields=["t"]) as store:
         await store.create_collection("docs", 3)
 
     names = [name for name, _ in mongod.commands]
@@ -296,7 +291,7 @@ async def test_collection_dimensions_reads_the_index_definition(mongod: FakeMong
         return None
 
     mongod.respond = respond
-    async with store_for(mongod) as store:
+    async with mongo_store(mongod) as store:
         assert await store.collection_dimensions("docs") == 384
         assert await store.collection_dimensions("bare") is None  # no index yet
         assert await store.collection_dimensions("missing") is None
@@ -304,7 +299,7 @@ async def test_collection_dimensions_reads_the_index_definition(mongod: FakeMong
 
 async def test_insert_sends_batched_upserts_keyed_by_record_key(mongod: FakeMongod) -> None:
     records = [make_record("doc", i, {"t": "x"}) for i in range(3)]
-    async with store_for(mongod, batch_size=2) as store:
+    async with mongo_store(mongod, batch_size=2) as store:
         await store.insert("docs", records)
 
     first, second = mongod.named("update")
@@ -332,7 +327,7 @@ async def test_failed_writes_are_surfaced(mongod: FakeMongod) -> None:
         return {"n": 1, "nModified": 0, "writeErrors": [error], "ok": 1.0}
 
     mongod.respond = respond
-    async with store_for(mongod) as store:
+    async with mongo_store(mongod) as store:
         with pytest.raises(VectorStoreError, match="1 of 2 records were not written") as caught:
             await store.insert("docs", [make_record("d", 0), make_record("d", 1)])
     assert "BSONObj size" in caught.value.cause
@@ -351,7 +346,7 @@ async def test_search_checks_readiness_once_and_converts_scores(mongod: FakeMong
         return None
 
     mongod.respond = respond
-    async with store_for(mongod, filter_fields=["chunk.metadata.t"]) as store:
+    async with mongo_store(mongod, filter_fields=["chunk.metadata.t"]) as store:
         concurrent = [store.search("docs", [1.0, 0.0, 0.0], 2, {"t": "x"}) for _ in range(3)]
         for results in [
             *await asyncio.gather(*concurrent),
@@ -373,7 +368,7 @@ async def test_search_checks_readiness_once_and_converts_scores(mongod: FakeMong
 async def test_search_on_an_undeclared_field_is_refused_before_any_command(
     mongod: FakeMongod,
 ) -> None:
-    async with store_for(mongod, filter_fields=["tenant_id"]) as store:
+    async with mongo_store(mongod, filter_fields=["tenant_id"]) as store:
         with pytest.raises(ValueError, match=r"'team' are not in filter_fields \['tenant_id'\]"):
             await store.search("docs", [1.0], 3, {"team": "a"})
     assert mongod.commands == []
@@ -384,7 +379,7 @@ async def test_a_newly_declared_filter_field_updates_the_index(mongod: FakeMongo
     mongod.respond = lambda name, command: (
         cursor_reply(command, next(listings)) if is_index_listing(name, command) else None
     )
-    async with store_for(mongod, filter_fields=["t"]) as store:
+    async with mongo_store(mongod, filter_fields=["t"]) as store:
         await store.search("docs", [1.0, 0.0, 0.0], 1, {"t": "x"})
 
     (update,) = mongod.named("updateSearchIndex")
@@ -393,7 +388,7 @@ async def test_a_newly_declared_filter_field_updates_the_index(mongod: FakeMongo
 
 
 async def test_search_without_an_index_is_a_clear_error(mongod: FakeMongod) -> None:
-    async with store_for(mongod) as store:
+    async with mongo_store(mongod) as store:
         with pytest.raises(VectorStoreError, match="has no vector search index 'vector_index'"):
             await store.search("docs", [1.0])
 
@@ -403,7 +398,7 @@ async def test_a_failed_index_is_reported(mongod: FakeMongod) -> None:
     mongod.respond = lambda name, command: (
         cursor_reply(command, [failed]) if is_index_listing(name, command) else None
     )
-    async with store_for(mongod) as store:
+    async with mongo_store(mongod) as store:
         with pytest.raises(VectorStoreError, match="is FAILED: numDimensions must be at most 8192"):
             await store.search("docs", [1.0])
 
@@ -414,7 +409,7 @@ async def test_an_index_that_never_becomes_queryable_times_out(mongod: FakeMongo
         if is_index_listing(name, command)
         else None
     )
-    async with store_for(mongod, index_timeout=0.2) as store:
+    async with mongo_store(mongod, index_timeout=0.2) as store:
         with pytest.raises(VectorStoreError, match=r"not queryable after 0.2s \(status BUILDING\)"):
             await store.search("docs", [1.0])
 
@@ -426,7 +421,7 @@ async def test_document_vectors_finds_chunk_and_vector_of_the_document(
     mongod.respond = lambda name, command: (
         cursor_reply(command, [{"chunk": first, "vector": [0.5, 0.25]}]) if name == "find" else None
     )
-    async with store_for(mongod) as store:
+    async with mongo_store(mongod) as store:
         ((chunk, vector),) = await store.document_vectors("docs", "doc", {"t": "x"})
 
     assert (chunk.chunk_index, vector) == (0, [0.5, 0.25])
@@ -447,7 +442,7 @@ async def test_delete_list_documents_and_list_chunks(mongod: FakeMongod) -> None
         return None
 
     mongod.respond = respond
-    async with store_for(mongod) as store:
+    async with mongo_store(mongod) as store:
         await store.delete("docs", "doc", {"t": "x"})
         (summary,) = await store.list_documents("docs", {"t": "x"})
         (chunk,) = await store.list_chunks("docs", "doc", offset=0, limit=10)
@@ -478,7 +473,7 @@ async def test_a_server_error_names_the_store_and_is_not_retried(mongod: FakeMon
         "code": 2,
         "codeName": "BadValue",
     }
-    async with store_for(mongod, max_retries=3) as store:
+    async with mongo_store(mongod, max_retries=3) as store:
         with pytest.raises(VectorStoreError) as caught:
             await store.list_documents("docs")
     assert caught.value.store.startswith("MongoDBStore(127.0.0.1:")
@@ -503,7 +498,7 @@ async def test_an_unreachable_server_is_retried_then_reported(closed_port: int) 
 async def test_invalid_collection_names_and_closed_stores_are_clear_errors(
     mongod: FakeMongod,
 ) -> None:
-    store = store_for(mongod)
+    store = mongo_store(mongod)
     with pytest.raises(VectorStoreError, match="not open"):
         await store.has_collection("docs")
     async with store:

@@ -8,16 +8,14 @@ against their small stateful stand-ins (``Documents``, ``Collections``).
 from __future__ import annotations
 
 import json
-from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from ragflow_config import VectorStoreError
 from ragflow_config.rag._stores._pointer import POINTER_REGISTRY, Generation, Pointer
-from ragflow_config.rag._stores.elasticsearch import ElasticsearchStore
-from ragflow_config.rag._stores.mongodb import MongoDBStore
 
+from .conftest import es_store, mongo_store
 from .fake_elasticsearch import Documents, FakeElasticsearch, Reply, Request, not_found
 from .fake_mongod import Collections, FakeMongod
 
@@ -44,10 +42,6 @@ def doc_path(name: str) -> str:
 
 
 # --- Elasticsearch ------------------------------------------------------------
-
-
-def es_store(server: FakeElasticsearch, **options: Any) -> ElasticsearchStore:
-    return ElasticsearchStore(hosts=server.url, **options)
 
 
 async def test_es_read_is_one_realtime_get_and_a_missing_registry_is_none(
@@ -197,11 +191,6 @@ async def test_es_a_refusal_is_a_vector_store_error_and_an_overload_is_retried(
 
 
 # --- MongoDB ------------------------------------------------------------------
-
-
-def mongo_store(mongod: FakeMongod, **options: Any) -> MongoDBStore:
-    options.setdefault("database", "rag")
-    return MongoDBStore(uri=mongod.uri, **options)
 
 
 async def test_mongo_read_is_one_find_by_id_that_creates_nothing(mongod: FakeMongod) -> None:
