@@ -318,17 +318,33 @@ async def test_a_collection_of_another_dimension_is_refused(store: QdrantStore) 
     assert await store.collection_dimensions("shared") == 64
 
 
-async def test_a_reopened_disk_collection_keeps_its_dimension(tmp_path: Path) -> None:
+async def test_a_reopened_disk_collection_keeps_its_dimension_documents_and_deletions(
+    tmp_path: Path,
+) -> None:
     path = str(tmp_path / "qdrant")
+    model = HashingEmbeddingModel(dimensions=64)
     async with QdrantStore(path=path) as store:
-        await knowledge(store, HashingEmbeddingModel(dimensions=64)).insert_document(
-            text_chunks(*PETS)
+        doc = await knowledge(store, model).insert_document(
+            text_chunks(*PETS), document_metadata={"filename": "pets.txt"}
         )
+        before = await knowledge(store, model).search(["When do cats sleep?"], top_k=3)
     async with QdrantStore(path=path) as store:
         with pytest.raises(CollectionMismatchError, match="64-dimensional"):
             await knowledge(store, HashingEmbeddingModel(dimensions=128)).list_documents()
-        [summary] = await knowledge(store, HashingEmbeddingModel(dimensions=64)).list_documents()
-        assert summary.chunk_count == len(PETS)
+        kb = knowledge(store, model)
+        [summary] = await kb.list_documents()
+        assert (summary.document_id, summary.source) == (doc, "pets.txt")
+        assert (summary.chunk_count, summary.metadata) == (len(PETS), {"filename": "pets.txt"})
+        after = await kb.search(["When do cats sleep?"], top_k=3)
+        assert keys(after) == keys(before)
+        # On disk vectors are stored as float32, so scores agree to float32 precision.
+        assert [r.score for r in after] == pytest.approx([r.score for r in before], abs=1e-6)
+        assert [c.content.text for c in await kb.list_chunks(doc)] == PETS
+        await kb.delete_document(doc)
+    async with QdrantStore(path=path) as store:
+        kb = knowledge(store, model)
+        assert await kb.list_documents() == []
+        assert await kb.search(["When do cats sleep?"]) == []
 
 
 # --- failures leave no partial document ---

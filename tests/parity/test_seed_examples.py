@@ -29,10 +29,10 @@ from embedding_http._dashscope_server import DashScopeServer
 from parsers.conftest import build_docx, build_pptx, build_xlsx, fixture_path, image_bytes
 
 from ragflow_config.agent import Agent
-from ragflow_config.embedding import DashScopeEmbeddingModel
+from ragflow_config.embedding import DashScopeEmbeddingModel, HashingEmbeddingModel
 from ragflow_config.message import DataBlock, TextBlock
 from ragflow_config.model import ScriptedChatModel
-from ragflow_config.rag import Chunk, KnowledgeBase, Section
+from ragflow_config.rag import Chunk, KnowledgeBase, QdrantStore, Section
 
 from ._seed_examples import EXAMPLES
 
@@ -98,7 +98,8 @@ async def test_the_indexing_and_retrieval_examples_run_in_order(
     assert section.content.text == CATS and section.source == "cats.md"
 
     await run("chunk", namespace)
-    assert [c.content.text for c in namespace["chunks"]] == [CATS.strip()]
+    [chunk] = namespace["chunks"]
+    assert (chunk.content.text, chunk.chunk_index, chunk.total_chunks) == (CATS.strip(), 0, 1)
     await run("knowledge base", namespace)
     assert isinstance(namespace["knowledge"], KnowledgeBase)
     assert isinstance(namespace["document_id"], str)
@@ -112,9 +113,21 @@ async def test_the_indexing_and_retrieval_examples_run_in_order(
         assert type(scratch["store"]).__name__.lower().startswith(backend.split()[0])
 
     await run("vector retrieval", namespace)
+    cats_id = namespace["document_id"]
+    [hit] = namespace["results"]
+    assert (hit.document_id, hit.chunk.content.text) == (cats_id, CATS.strip())
+    assert (hit.chunk.source, hit.chunk.metadata) == ("cats.md", {"filename": "cats.md"})
     store = namespace["store"]
     async with store:  # the next examples leave entering the store to the reader
+        # "The backing collection is created on first use, sized to embedding_model.dimensions"
+        assert await store.collection_dimensions("demo-kb") == 1024
         await run("document management", namespace)
+        [summary] = namespace["summaries"]
+        assert (summary.document_id, summary.source, summary.chunk_count) == (cats_id, "cats.md", 1)
+        assert summary.metadata == {"filename": "cats.md"}
+        knowledge = namespace["knowledge"]
+        assert await knowledge.list_documents() == []  # delete_document took every chunk
+        assert await knowledge.search(["When do cats sleep?"]) == []
         await run("metadata_filter", namespace)
     assert namespace["knowledge"].metadata_filter == {"tenant_id": "tenant-a"}
 
@@ -153,9 +166,6 @@ async def test_the_agent_examples_build_agents(workspace: Path) -> None:
     await run("chunker parameters", namespace)
     await run("text file", namespace)
     await run("chunk", namespace)
-    from ragflow_config.embedding import HashingEmbeddingModel
-    from ragflow_config.rag import QdrantStore
-
     async with QdrantStore(location=":memory:") as store:
         namespace["knowledge"] = KnowledgeBase(
             "demo-kb", "A toy corpus.", HashingEmbeddingModel(dimensions=64), store, "demo-kb"
@@ -173,14 +183,20 @@ async def test_the_agent_examples_build_agents(workspace: Path) -> None:
         assert namespace["rag_mw"].rerank_model.model_name == "qwen-max"
 
 
-async def test_the_extension_examples_subclass_our_bases() -> None:
+async def test_the_extension_examples_subclass_our_bases(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     namespace: dict[str, Any] = {}
     await run("custom parser", namespace)
     sections = await namespace["MyMarkdownParser"]().parse(b"# A\n## B\ntext", "a.md")
     assert [s.metadata for s in sections] == [{"index": 0}, {"index": 1}]
     assert all(isinstance(s, Section) for s in sections)
 
+    assert ".md" in namespace["MyMarkdownParser"].supported_extensions()
+
     await run("custom chunker", namespace)
+    schema = namespace["FixedCharChunker"].Parameters.model_json_schema()
+    assert schema["properties"]["chunk_size"]["minimum"] == 1
     chunker = namespace["FixedCharChunker"](parameters=None, chunk_size=4)
     picture = DataBlock.from_bytes(image_bytes(), "image/png")
     chunks = await chunker.chunk(
@@ -192,6 +208,30 @@ async def test_the_extension_examples_subclass_our_bases() -> None:
     assert [c.content.text for c in chunks[:3]] == ["abcd", "efgh", "ij"]
     assert all(isinstance(c, Chunk) for c in chunks)
     assert [(c.chunk_index, c.total_chunks) for c in chunks] == [(i, 4) for i in range(4)]
+
+    # Both through a knowledge base: a text-only model skips the picture, with a warning.
+    guide = await namespace["MyMarkdownParser"]().parse(
+        "# Pets\n## Cats\nCats purr when content.\n## Dogs\nDogs need a walk twice a day.",
+        "guide.md",
+    )
+    pieces = await namespace["FixedCharChunker"](parameters=None).chunk(
+        [*guide, Section(content=picture, source="guide.md")]
+    )
+    async with QdrantStore(location=":memory:") as store:
+        guide_kb = KnowledgeBase(
+            "guide",
+            "Custom parser and chunker.",
+            HashingEmbeddingModel(dimensions=128),
+            store,
+            "guide",
+        )
+        with caplog.at_level("WARNING", logger="ragflow_config.knowledge_base"):
+            guide_id = await guide_kb.insert_document(pieces)
+        assert "guide.md#3 (image/png)" in caplog.text
+        [summary] = await guide_kb.list_documents()
+        assert (summary.document_id, summary.chunk_count) == (guide_id, 3)
+        [hit] = await guide_kb.search(["walk twice a day"], top_k=1)
+        assert "walk twice" in hit.chunk.content.text and hit.chunk.metadata == {"index": 2}
 
     await run("custom vector database", namespace)
     assert namespace["MyVectorStore"]() is not None  # its methods are the base's to override
