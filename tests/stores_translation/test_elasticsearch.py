@@ -28,8 +28,10 @@ def term(path: list[str], kind: str, value: Any) -> dict[str, Any]:
     return {"term": {"metadata_terms": encoded}}
 
 
-def hit(document_id: str, chunk_index: int, score: float, **metadata: Any) -> dict[str, Any]:
-    chunk = make_record(document_id, chunk_index, metadata).chunk.model_dump(mode="json")
+def hit(
+    document_id: str, chunk_index: int, score: float, *, text: str | None = None, **metadata: Any
+) -> dict[str, Any]:
+    chunk = make_record(document_id, chunk_index, metadata, text=text).chunk.model_dump(mode="json")
     return {
         "_index": "docs",
         "_id": record_key(document_id, chunk_index),
