@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._component import Component
 from .._foreign import refuse_agentscope_callers
-from ..tool import ToolBase
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..tool import ToolBase
 
 # What a hook yields and ``next_handler(**input_kwargs)`` returns, as in AgentScope 2.x:
 # an async generator of events, the step's message (``Msg``) among them.

@@ -40,6 +40,13 @@ NOT_FOR_VALIDATE = [
     "ragflow_config.rerankers",
     "ragflow_config.pipeline._run",
     "ragflow_config.credential",  # a local store reads no key
+    # What only a running RAG middleware uses: its class is loaded for its Parameters.
+    "ragflow_config.rag._knowledge_base",
+    "ragflow_config.rag._explain",
+    "ragflow_config.event",
+    "ragflow_config.model",
+    "ragflow_config.tool",
+    "ragflow_config.middleware._rag.tool",
     "pydantic_settings",
     "dashscope",
     "qdrant_client",

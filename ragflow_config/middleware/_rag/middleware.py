@@ -1,4 +1,10 @@
-"""``RAGMiddleware``: knowledge bases in an agent's reasoning-acting loop."""
+"""``RAGMiddleware``: knowledge bases in an agent's reasoning-acting loop.
+
+The registry imports this module for the class's ``Parameters`` when `validate`
+checks a file's ``middlewares:`` block (a pre-commit hook, on every commit), so
+what only a running middleware needs (the knowledge base, the events, the
+tool) is imported by the methods that use it, not here.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +15,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..._foreign import refuse_agentscope
-from ...event import HintBlockEvent
 from ...message import HintBlock, Msg
-from ...model import ChatModelBase
-from ...rag import KnowledgeBase, VectorSearchResult
-from ...tool import ToolBase
 from .._base import HookStream, MiddlewareBase, NextHandler
 from .format import Query, format_results, queries_from, wrap_hint
 from .parameters import RAGParameters
 from .search import search_across
-from .tool import SearchKnowledgeTool
 
 if TYPE_CHECKING:
     from ...agent import Agent
+    from ...model import ChatModelBase
+    from ...rag import KnowledgeBase, VectorSearchResult
     from ...rerankers import RerankerBase
+    from ...tool import ToolBase
 
 logger = logging.getLogger("ragflow_config.middleware.rag")
 
@@ -96,6 +100,8 @@ class RAGMiddleware(MiddlewareBase):
     async def list_tools(self) -> list[ToolBase]:
         if self.parameters.mode != "agentic":
             return []
+        from .tool import SearchKnowledgeTool
+
         return [SearchKnowledgeTool(self.knowledge_bases, self.retrieve)]
 
     async def retrieve(
@@ -147,6 +153,8 @@ class RAGMiddleware(MiddlewareBase):
             if p.mode == "static" and state.cur_iter == 0
             else None
         )
+        from ...event import HintBlockEvent
+
         hint: HintBlock | None = None
         try:
             if queries:

@@ -15,9 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ...rag import KnowledgeBase, VectorSearchResult
 from .format import Query
+
+if TYPE_CHECKING:  # annotations only: importing the knowledge base costs `validate` its models
+    from ...rag import KnowledgeBase, VectorSearchResult
 
 # A chunk's identity: store object, collection, document id, chunk index.
 ChunkKey = tuple[int, str, str, int]
