@@ -4,8 +4,10 @@ on every store (Qdrant on disk, Milvus Lite, pgvector on embedded PostgreSQL).
 The corpora are tiny and their vectors chosen (``TableModel`` maps each text to
 a given vector), so every score below is worked out here by hand: cosines of
 known vectors, and BM25 on chunks of two or three terms. Elasticsearch and
-MongoDB are tested at the wire only (tests/stores_translation): grouping and
-feedback use no store call that the other stores lack.
+MongoDB, which have no server here, are tested at the wire in
+tests/stores_translation/test_grouping_feedback.py: the requests each sends
+(chunks per document, the feedback round's query and its filter) and the
+hits the knowledge base makes of scripted answers.
 """
 
 from __future__ import annotations
