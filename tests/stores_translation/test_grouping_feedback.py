@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -251,10 +250,8 @@ def mongo_seen(name: str, command: dict[str, Any]) -> Seen | None:
 
 
 @pytest.fixture(params=["elasticsearch", "mongodb"])
-def wire(
-    request: pytest.FixtureRequest, es_server: FakeElasticsearch, mongod: FakeMongod
-) -> Iterator[Wire]:
-    yield ElasticsearchWire(es_server) if request.param == "elasticsearch" else MongoWire(mongod)
+def wire(request: pytest.FixtureRequest, es_server: FakeElasticsearch, mongod: FakeMongod) -> Wire:
+    return ElasticsearchWire(es_server) if request.param == "elasticsearch" else MongoWire(mongod)
 
 
 def knowledge_base(store: VectorStoreBase, **retrieval: Any) -> KnowledgeBase:
@@ -428,3 +425,42 @@ async def test_rm3_searches_again_with_the_expanded_terms_weighted(wire: Wire) -
     assert again.size == search.size == 3
     assert ranked(found) == [("d2", 0), ("d1", 0), ("d3", 0)]  # the second search's ranking
     assert scored(found) == [2.0, 1.8, 0.4]
+
+
+async def test_feedback_on_grouped_hybrid_searches_within_the_tenant_only(wire: Wire) -> None:
+    feedback = {"rm3": {"fb_docs": 1}, "rocchio": {"fb_docs": 1}}
+    script = Script(
+        dense=[DENSE_CHUNKS[:4], [("A", 0, 0.92), ("B", 0, 0.9), ("A", 1, 0.7), ("D", 0, 0.6)]],
+        lexical=[LEXICAL_CHUNKS[:4], [("C", 0, 5.0), ("A", 1, 4.0), ("C", 1, 1.0), ("B", 0, 0.5)]],
+        total=TOTAL,
+        holding=HOLDING,
+        vectors={"B": {0: [0.6, 0.8, 0.0]}},
+        texts={"A": "aspirin fever fever"},
+    )
+    async with wire.store() as store:
+        kb = knowledge_base(
+            store,
+            mode="hybrid",
+            candidates=2,
+            fusion={"method": "rrf"},
+            feedback=feedback,
+            **GROUPING,
+        )
+        wire.answer(script)
+        found = await kb.search([QUERY], top_k=2)
+
+    seen = wire.seen()
+    kinds = ["counts", "lexical", "counts", "lexical", "dense", "vectors", "dense"]
+    assert sorted(s.kind for s in seen) == sorted(kinds)
+    assert all(s.scope == wire.tenant for s in seen)  # the feedback round's too
+    # Both searches of both sides: 2 documents wanted, 2 chunks each.
+    assert [s.size for s in seen if s.kind in {"dense", "lexical"}] == [2 * 2] * 4
+    # Rocchio reads the first document's best chunk (B0): [1, 0, 0] + 1.0 x [0.6, 0.8, 0].
+    (read,) = (s for s in seen if s.kind == "vectors")
+    assert read.document_id == "B"
+    _, again = (s for s in seen if s.kind == "dense")
+    assert again.vector == pytest.approx([1.6, 0.8, 0.0], abs=1e-12)
+    # The second searches grouped: dense A (A0), B (D is a 3rd document); lexical C, A.
+    # RRF over documents: A 1/61 + 1/62 (1st dense, 2nd lexical), C 1/61, B 1/62.
+    assert ranked(found) == [("A", 0), ("C", 0)]
+    assert scored(found) == [1 / 61 + 1 / 62, 1 / 61]
