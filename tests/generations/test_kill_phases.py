@@ -4,10 +4,10 @@ complete collection, and the next run converges.
 Three generations of one knowledge base (chunk sizes 64, 48, 32; keep_previous 1):
 the first run builds ``docs_…`` in place, the second rebuilds it beside as B and
 switches, the third rebuilds C beside B, switches, and retires the original. One
-of the rebuilds (``Pipeline.run``, what ``ragflow-config run`` calls) runs in a
-process of its own, through a store plugin installed the way a third-party
-package is (see ``incremental/_killing.py``), which kills its own process with
-SIGKILL at one point of the rebuild:
+of the rebuilds (``ragflow-config run``) runs in a process of its own, through a
+store plugin installed the way a third-party package is (see
+``tests/_killing.py``), which kills its own process with SIGKILL at one point
+of the rebuild:
 
 - ``building``: inside the 5th document write into the new collection, half of
   its records written;
@@ -32,18 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _killing import KILLING_STORES, install_killing_stores, run_killed
 from incremental._corpus import write_corpus
-from incremental._killing import install_plugin
 
 from ragflow_config.message import TextBlock
 from ragflow_config.pipeline import Pipeline, RunOptions
@@ -57,13 +53,8 @@ FILES = 12
 CHUNK_SIZES = (64, 48, 32)  # three generations: each change of the chunker rebuilds beside
 QUERIES = ["river lantern", "glacier summit beacon", "copper meadow falcon", "willow canyon"]
 
+# The stores' `killing(base)` (see _killing.install_killing_stores).
 PLUGIN = '''
-import os
-import signal
-from pathlib import Path
-
-from ragflow_config.rag import MilvusLiteStore, PgVectorStore, QdrantStore
-
 PHASE = os.environ.get("RAGFLOW_TEST_KILL_PHASE", "")
 MARKER = os.environ.get("RAGFLOW_TEST_KILL_MARKER", "")
 
@@ -120,19 +111,7 @@ def killing(base):
                 die("deleted", self.writes)
 
     return KillingStore
-
-
-KillingQdrant = killing(QdrantStore)
-KillingMilvus = killing(MilvusLiteStore)
-KillingPgVector = killing(PgVectorStore)
 '''
-
-# store type: (its killing plugin type, its parameters; {store} is a folder of its own)
-STORES = {
-    "qdrant": ("killing_qdrant", "path: {store}/qdrant"),
-    "milvus_lite": ("killing_milvus", "uri: {store}/milvus.db"),
-    "pgvector": ("killing_pgvector", ""),
-}
 
 PIPELINE = """\
 version: 1
@@ -163,39 +142,10 @@ CASES = [
 AFTER_THE_SWITCH = {"switched", "deleting", "deleted"}
 
 
-RUN = """\
-import asyncio, sys
-from ragflow_config.pipeline import Pipeline, RunOptions
-asyncio.run(Pipeline.load(sys.argv[1]).run(options=RunOptions(workers=0)))
-"""
-
-
-def run_killed(pipeline: Path, plugin_path: Path, **environment: str) -> None:
-    """A run of ``pipeline`` in a process of its own, which must end killed by SIGKILL."""
-    path = os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")])
-    process = subprocess.run(
-        [sys.executable, "-c", RUN, str(pipeline)],
-        env={**os.environ, "PYTHONPATH": path, **environment},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert process.returncode == -signal.SIGKILL, (
-        f"the run was not killed: exit {process.returncode}\n{process.stderr}"
-    )
-
-
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return install_plugin(
-        tmp_path_factory.mktemp("plugin"),
-        "rebuild_killing_stores",
-        PLUGIN,
-        {
-            "killing_qdrant": "KillingQdrant",
-            "killing_milvus": "KillingMilvus",
-            "killing_pgvector": "KillingPgVector",
-        },
+    return install_killing_stores(
+        tmp_path_factory.mktemp("plugin"), "rebuild_killing_stores", PLUGIN
     )
 
 
@@ -203,12 +153,12 @@ def write_pipeline(
     folder: Path, name: str, store: str, *, chunk_size: int, collection: str, killing: bool = False
 ) -> Path:
     """A pipeline file in ``folder`` over ``folder/corpus`` into the store at ``folder/name``."""
-    killing_type, parameters = STORES[store]
+    killing_type, parameters = KILLING_STORES[store]
     path = folder / f"{name}-{chunk_size}{'-killing' if killing else ''}.yaml"
     path.write_text(
         PIPELINE.format(
             store_type=killing_type if killing else store,
-            parameters=parameters.format(store=folder / name),
+            parameters=parameters.format(folder=folder / name),
             chunk_size=chunk_size,
             collection=collection,
         ),
@@ -277,7 +227,7 @@ def text(chunk: Chunk) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", sorted(STORES))
+@pytest.mark.parametrize("store", sorted(KILLING_STORES))
 @pytest.mark.parametrize(("killed_run", "phase"), CASES, ids=[f"{r}-{p}" for r, p in CASES])
 def test_a_kill_at_any_phase_keeps_a_whole_live_collection_and_converges(
     tmp_path: Path,

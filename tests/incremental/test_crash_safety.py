@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _killing import install_plugin, run_killed
 
 from ragflow_config.pipeline import Pipeline, RunOptions
 
 from ._corpus import write_corpus, write_pipeline
-from ._killing import install_plugin, run_killed
 from .test_incremental import stored_chunks
 
 PLUGIN = '''

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _killing import install_plugin, run_killed
 
 from ragflow_config.embedding import FileEmbeddingCache, HashingEmbeddingModel
 from ragflow_config.executors.local import ParserProcesses
@@ -16,7 +17,6 @@ from ragflow_config.rag import ApproxTokenChunker, TextParser
 
 from ._cached_runs import Contents, LoggedHashing, contents, logged, pipeline_file, reset, texts
 from ._corpus import write_corpus, write_pipeline
-from ._killing import install_plugin, run_killed
 from .test_crash_safety import PLUGIN
 
 IN_PROCESS = RunOptions(workers=0)

@@ -16,21 +16,16 @@ import uuid
 from pathlib import Path
 
 import pytest
+from _killing import KILLING_STORES, install_killing_stores, run_killed
 
 from ragflow_config.cli import main
 from ragflow_config.pipeline import Pipeline, RunOptions
 
 from ._corpus import WORDS
-from ._killing import install_plugin, run_killed
 from .test_incremental import stored_chunks
 
+# The stores' `killing(base)` (see _killing.install_killing_stores).
 PLUGIN = '''
-import os
-import signal
-
-from ragflow_config.rag import MilvusLiteStore, PgVectorStore, QdrantStore
-
-
 def killing(base):
     class KillingStore(base):
         """Writes the first half of the first multi-record insert, then dies."""
@@ -42,18 +37,7 @@ def killing(base):
             await super().insert(collection, records)
 
     return KillingStore
-
-
-KillingQdrant = killing(QdrantStore)
-KillingMilvus = killing(MilvusLiteStore)
-KillingPgVector = killing(PgVectorStore)
 '''
-
-STORES = {
-    "qdrant": ("killing_qdrant", "path: {folder}/qdrant"),
-    "milvus_lite": ("killing_milvus", "uri: {folder}/milvus.db"),
-    "pgvector": ("killing_pgvector", ""),
-}
 
 PIPELINE = """\
 version: 1
@@ -73,16 +57,7 @@ knowledge_bases:
 
 @pytest.fixture(scope="module")
 def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return install_plugin(
-        tmp_path_factory.mktemp("plugin"),
-        "killing_stores",
-        PLUGIN,
-        {
-            "killing_qdrant": "KillingQdrant",
-            "killing_milvus": "KillingMilvus",
-            "killing_pgvector": "KillingPgVector",
-        },
-    )
+    return install_killing_stores(tmp_path_factory.mktemp("plugin"), "killing_stores", PLUGIN)
 
 
 def long_text(seed: int) -> str:
@@ -94,7 +69,7 @@ def long_text(seed: int) -> str:
 
 def write_pipelines(folder: Path, store: str) -> tuple[Path, Path]:
     """The same store as a killing plugin and as its plain type, in one folder."""
-    killing_type, parameters = STORES[store]
+    killing_type, parameters = KILLING_STORES[store]
     collection = f"docs_{uuid.uuid4().hex[:8]}"
     paths = []
     for name, store_type in (("killing", killing_type), ("plain", store)):
@@ -112,7 +87,7 @@ def write_pipelines(folder: Path, store: str) -> tuple[Path, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("store", sorted(STORES))
+@pytest.mark.parametrize("store", sorted(KILLING_STORES))
 def test_a_kill_inside_a_write_then_the_old_content_is_repaired(
     tmp_path: Path,
     plugin_path: Path,

@@ -20,11 +20,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from _killing import install_plugin, run_killed
 
 from ragflow_config.cli import main
 from ragflow_config.pipeline import Pipeline, RunOptions
 
-from ._killing import install_plugin, run_killed
 from .test_incremental import stored_chunks
 from .test_interrupted_write import long_text
 

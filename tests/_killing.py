@@ -2,7 +2,9 @@
 
 A ``*.dist-info`` with an entry point, on ``PYTHONPATH``: the run under test
 finds the plugin the way it finds any store, and nothing in the project
-knows it is being tested.
+knows it is being tested. ``install_killing_stores`` wraps the three embedded
+stores (Qdrant local, Milvus Lite, pgvector) in one ``killing(base)`` class
+factory, for tests that kill the same way on each of them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,28 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+
+__all__ = ["KILLING_STORES", "install_killing_stores", "install_plugin", "run_killed"]
+
+# store type: (its class, its parameters in a pipeline file; {folder} is a folder of its own)
+_EMBEDDED = {
+    "qdrant": ("QdrantStore", "path: {folder}/qdrant"),
+    "milvus_lite": ("MilvusLiteStore", "uri: {folder}/milvus.db"),
+    "pgvector": ("PgVectorStore", ""),
+}
+# store type: (the type its killing plugin registers, its parameters in a pipeline file)
+KILLING_STORES = {store: (f"killing_{store}", params) for store, (_, params) in _EMBEDDED.items()}
+
+_PREAMBLE = """\
+import os
+import signal
+from pathlib import Path
+
+from ragflow_config.rag import MilvusLiteStore, PgVectorStore, QdrantStore
+
+"""
 
 
 def install_plugin(root: Path, module: str, source: str, stores: dict[str, str]) -> Path:
@@ -27,6 +50,17 @@ def install_plugin(root: Path, module: str, source: str, stores: dict[str, str])
         + "".join(f"{name} = {module}:{cls}\n" for name, cls in stores.items())
     )
     return root
+
+
+def install_killing_stores(root: Path, module: str, killing: str) -> Path:
+    """Install ``module``: ``killing`` defines ``killing(base)``, which returns a subclass of a
+    store class that kills its process; it is registered over each of ``KILLING_STORES``.
+
+    ``os``, ``signal`` and ``Path`` are imported for it."""
+    made = "".join(f"Killing{cls} = killing({cls})\n" for cls, _ in _EMBEDDED.values())
+    source = f"{_PREAMBLE}{textwrap.dedent(killing).strip()}\n\n\n{made}"
+    types = {f"killing_{store}": f"Killing{cls}" for store, (cls, _) in _EMBEDDED.items()}
+    return install_plugin(root, module, source, types)
 
 
 def run_killed(pipeline: Path, plugin_path: Path, **environment: str) -> None:
