@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from ragflow_config.cli import main
 
-DOCUMENTS = {
-    "cats.md": "Cats sleep twelve to sixteen hours a day and purr when content.",
-    "dogs.md": "Dogs bark at strangers and love long walks in the park.",
-    "tea.md": "Green tea is brewed with water below boiling for two minutes.",
-}
+from .conftest import DOCUMENTS, write_project
+
 QUERIES = """\
 queries:
   - {id: q1, query: how many hours do cats sleep, relevant: [cats.md]}
@@ -33,34 +29,21 @@ def project(
     queries: str = QUERIES,
     exclude: tuple[str, ...] = (),
 ) -> Path:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir(exist_ok=True)
-    for file, text in documents.items():
-        (corpus / file).write_text(text, encoding="utf-8")
-    (tmp_path / "queries.yaml").write_text(queries, encoding="utf-8")
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
-        version: 1
-        vector_stores:
-          store: {{type: qdrant, parameters: {{path: store-{name}}}}}
-        embeddings:
-          model: {{type: hashing, parameters: {{dimensions: 256}}}}
-        knowledge_bases:
-          - name: notes
-            sources: [{{path: corpus, exclude: {list(exclude)}}}]
-            chunker: {{type: approx_token, parameters: {{chunk_size: {chunk_size}, overlap: 0}}}}
-            embedding: model
-            vector_store: store
-            collection: notes
-            evaluation:
-              queries: queries.yaml
-              k: 2
-              thresholds: {{recall: {recall}}}
-        """),
-        encoding="utf-8",
+    return write_project(
+        tmp_path,
+        name,
+        f"""\
+        sources: [{{path: corpus, exclude: {list(exclude)}}}]
+        chunker: {{type: approx_token, parameters: {{chunk_size: {chunk_size}, overlap: 0}}}}
+        evaluation:
+          queries: queries.yaml
+          k: 2
+          thresholds: {{recall: {recall}}}
+        """,
+        dimensions=256,
+        documents=documents,
+        queries=queries,
     )
-    return path
 
 
 def test_eval_prints_a_table_and_passes_its_thresholds(

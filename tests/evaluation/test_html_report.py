@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -20,10 +19,10 @@ from ragflow_config.cli import main
 from ragflow_config.evaluation import METRICS
 from ragflow_config.evaluation._html import EXPLAINED_HITS
 
-DOCUMENTS = {
-    "cats.md": "Cats sleep twelve to sixteen hours a day and purr when content.",
-    "dogs.md": "Dogs bark at strangers and love long walks in the park.",
-    "tea.md": "Green tea is brewed with water below boiling for two minutes.",
+from .conftest import DOCUMENTS, write_project
+
+MORE_DOCUMENTS = {
+    **DOCUMENTS,
     "coffee.md": "Espresso forces hot water through finely ground coffee beans.",
     "bread.md": "Sourdough bread rises slowly with wild yeast and lactic bacteria.",
     "bikes.md": "A bicycle chain needs oil every few hundred kilometres of riding.",
@@ -43,26 +42,18 @@ queries:
 
 
 def pipeline(folder: Path, name: str, mode: str) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(
-        textwrap.dedent(f"""\
-        version: 1
-        vector_stores:
-          store: {{type: qdrant, parameters: {{path: store-{name}}}}}
-        embeddings:
-          model: {{type: hashing, parameters: {{dimensions: 32}}}}
-        knowledge_bases:
-          - name: notes
-            sources: [{{path: corpus}}]
-            embedding: model
-            vector_store: store
-            collection: notes
-            retrieval: {{mode: {mode}}}
-            evaluation: {{queries: queries.yaml, k: 3}}
-        """),
-        encoding="utf-8",
+    return write_project(
+        folder,
+        name,
+        f"""\
+        sources: [{{path: corpus}}]
+        retrieval: {{mode: {mode}}}
+        evaluation: {{queries: queries.yaml, k: 3}}
+        """,
+        dimensions=32,
+        documents=MORE_DOCUMENTS,
+        queries=QUERIES,
     )
-    return path
 
 
 def svg(report: str, name: str) -> ET.Element:
@@ -80,10 +71,6 @@ def bars(chart: ET.Element) -> list[ET.Element]:
 
 @pytest.fixture
 def compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, dict]:
-    (tmp_path / "corpus").mkdir()
-    for file, text in DOCUMENTS.items():
-        (tmp_path / "corpus" / file).write_text(text, encoding="utf-8")
-    (tmp_path / "queries.yaml").write_text(QUERIES, encoding="utf-8")
     dense, hybrid = pipeline(tmp_path, "dense", "dense"), pipeline(tmp_path, "hybrid", "hybrid")
     for path in (dense, hybrid):
         assert main(["run", str(path), "--workers", "0"]) == 0
@@ -115,10 +102,6 @@ def test_the_report_has_one_bar_per_query_sorted_worst_first(compared: tuple[str
 def test_one_run_has_a_bar_per_query_lowest_first(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "corpus").mkdir()
-    for file, text in DOCUMENTS.items():
-        (tmp_path / "corpus" / file).write_text(text, encoding="utf-8")
-    (tmp_path / "queries.yaml").write_text(QUERIES, encoding="utf-8")
     dense = pipeline(tmp_path, "dense", "dense")
     assert main(["run", str(dense), "--workers", "0"]) == 0
     out = tmp_path / "one.html"

@@ -26,7 +26,7 @@ import socket
 import textwrap
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -420,109 +420,113 @@ def reported(
         print(summary(engine, change, results, moments))
 
 
-async def test_a_model_change_switches_under_load(
-    tmp_path: Path, engine: Engine, switch: Switch
-) -> None:
+@dataclass
+class Rebuilt:
+    """A rebuild run under load: every result set, classified, and the run's report."""
+
+    results: list[ResultSet]
+    report: KnowledgeBaseReport
+    began: float  # when the run began
+    switch_started: float  # when the pointer write that made the new collection live began
+    switch_done: float  # and when it was done
+
+
+RebuildUnderLoad = Callable[..., Awaitable[Rebuilt]]
+
+
+@pytest.fixture
+def rebuild_under_load(tmp_path: Path, engine: Engine, switch: Switch) -> RebuildUnderLoad:
+    """Builds the old file, serves it under load, runs the new file, checks that it rebuilt
+    beside and switched and that every search answered from one generation; then gives
+    what was seen, for each test's own claims. ``serve_new``: after the run, a server on
+    the new file takes a load too (the deploy of the new file)."""
+
+    async def rebuild(
+        change: str, old: tuple[str, int], new: tuple[str, int], *, serve_new: bool = False
+    ) -> Rebuilt:
+        old_file, new_file = write_pipelines(tmp_path, engine, old, new)
+        options = RunOptions(workers=0)
+        first = await Pipeline.load(old_file, engine.registry).run(options=options)
+        [built] = first.knowledge_bases
+        assert built.rebuild is None and built.count("add") == FILES
+        old_revisions = await revisions(old_file, engine)
+
+        results: list[ResultSet] = []
+        moments: list[float] = []  # the run began, the switch started, was done
+        with reported(engine, change, results, moments):
+            async with engine.server(old_file) as old_url:
+                load = Load(old_url, "old-file server", results)
+                try:
+                    await load.until(SETS_PER_PHASE)
+                    moments.append(time.monotonic())
+                    run = await Pipeline.load(new_file, engine.registry).run(options=options)
+                    returned = time.monotonic()
+                    await load.until(SETS_PER_PHASE, after=returned)
+                    if serve_new:
+                        async with engine.server(new_file) as new_url:
+                            new_load = Load(new_url, "new-file server", results)
+                            try:
+                                await new_load.until(SETS_PER_PHASE)
+                            finally:
+                                await new_load.stop()
+                finally:
+                    await load.stop()
+
+            new_revisions = await revisions(new_file, engine)
+            assert not old_revisions & new_revisions
+            classify(results, {"old": old_revisions, "new": new_revisions})
+            assert_whole_and_answered(results)
+
+            report = run.knowledge_bases[0]
+            assert not run.failed
+            await assert_switched(new_file, engine, report)
+            assert report.rebuild is not None
+            moments += switch.to(report.rebuild.target)
+        return Rebuilt(results, report, *moments)
+
+    return rebuild
+
+
+async def test_a_model_change_switches_under_load(rebuild_under_load: RebuildUnderLoad) -> None:
     """hashing (384) -> minilm (384): the server on the old file keeps its generation."""
-    old_file, new_file = write_pipelines(tmp_path, engine, (HASHING, 64), (MINILM, 64))
-    options = RunOptions(workers=0)
-    first = (await Pipeline.load(old_file, engine.registry).run(options=options)).knowledge_bases
-    assert first[0].rebuild is None and first[0].count("add") == FILES
-    old_revisions = await revisions(old_file, engine)
-
-    results: list[ResultSet] = []
-    moments: list[float] = []  # the run began, the switch started, was done
-    with reported(engine, "model change", results, moments):
-        async with engine.server(old_file) as old_url:
-            old = Load(old_url, "old-file server", results)
-            try:
-                await old.until(SETS_PER_PHASE)
-                moments.append(time.monotonic())
-                run = await Pipeline.load(new_file, engine.registry).run(options=options)
-                returned = time.monotonic()
-                await old.until(SETS_PER_PHASE, after=returned)
-                async with engine.server(new_file) as new_url:  # the deploy of the new file
-                    new = Load(new_url, "new-file server", results)
-                    try:
-                        await new.until(SETS_PER_PHASE)
-                    finally:
-                        await new.stop()
-            finally:
-                await old.stop()
-
-        new_revisions = await revisions(new_file, engine)
-        assert not old_revisions & new_revisions
-        classify(results, {"old": old_revisions, "new": new_revisions})
-        assert_whole_and_answered(results)
-
-        report = run.knowledge_bases[0]
-        assert not run.failed
-        await assert_switched(new_file, engine, report)
-        assert report.rebuild is not None
-        assert report.rebuild.changed == ["embedding"]  # 384 both: no dimension check saves it
-        switch_started, switch_done = switch.to(report.rebuild.target)
-        moments += [switch_started, switch_done]
-        served_old = [r for r in results if r.server == "old-file server"]
-        served_new = [r for r in results if r.server == "new-file server"]
-        assert sum(r.ended < switch_started for r in served_old) >= SETS_PER_PHASE
-        assert any(moments[0] < r.ended < switch_started for r in served_old)  # during the run
-        assert sum(r.started > switch_done for r in served_old) >= SETS_PER_PHASE
-        assert len(served_new) >= SETS_PER_PHASE
-        # Before the switch nothing answers from the new generation; the server on the
-        # old file goes on answering from the old one after it; the new file's, from the new.
-        assert {r.generation for r in results if r.ended < switch_started} == {"old"}
-        assert {r.generation for r in served_old} == {"old"}
-        assert {r.generation for r in served_new} == {"new"}
+    seen = await rebuild_under_load("model change", (HASHING, 64), (MINILM, 64), serve_new=True)
+    results, switch_started, switch_done = seen.results, seen.switch_started, seen.switch_done
+    assert seen.report.rebuild is not None
+    assert seen.report.rebuild.changed == ["embedding"]  # 384 both: no dimension check saves it
+    served_old = [r for r in results if r.server == "old-file server"]
+    served_new = [r for r in results if r.server == "new-file server"]
+    assert sum(r.ended < switch_started for r in served_old) >= SETS_PER_PHASE
+    assert any(seen.began < r.ended < switch_started for r in served_old)  # during the run
+    assert sum(r.started > switch_done for r in served_old) >= SETS_PER_PHASE
+    assert len(served_new) >= SETS_PER_PHASE
+    # Before the switch nothing answers from the new generation; the server on the
+    # old file goes on answering from the old one after it; the new file's, from the new.
+    assert {r.generation for r in results if r.ended < switch_started} == {"old"}
+    assert {r.generation for r in served_old} == {"old"}
+    assert {r.generation for r in served_new} == {"new"}
 
 
 async def test_a_chunker_change_is_followed_at_the_switch_under_load(
-    tmp_path: Path, engine: Engine, switch: Switch
+    rebuild_under_load: RebuildUnderLoad,
 ) -> None:
     """Same model, another chunk size: the running server follows the pointer, once."""
-    old_file, new_file = write_pipelines(tmp_path, engine, (HASHING, 64), (HASHING, 48))
-    options = RunOptions(workers=0)
-    await Pipeline.load(old_file, engine.registry).run(options=options)
-    old_revisions = await revisions(old_file, engine)
-
-    results: list[ResultSet] = []
-    moments: list[float] = []
-    with reported(engine, "chunker change", results, moments):
-        async with engine.server(old_file) as url:
-            load = Load(url, "running server", results)
-            try:
-                await load.until(SETS_PER_PHASE)
-                moments.append(time.monotonic())
-                run = await Pipeline.load(new_file, engine.registry).run(options=options)
-                returned = time.monotonic()
-                await load.until(SETS_PER_PHASE, after=returned)
-            finally:
-                await load.stop()
-
-        new_revisions = await revisions(new_file, engine)
-        assert not old_revisions & new_revisions
-        classify(results, {"old": old_revisions, "new": new_revisions})
-        assert_whole_and_answered(results)
-
-        report = run.knowledge_bases[0]
-        assert not run.failed
-        await assert_switched(new_file, engine, report)
-        assert report.rebuild is not None and report.rebuild.changed == ["chunker"]
-        switch_started, switch_done = switch.to(report.rebuild.target)
-        moments += [switch_started, switch_done]
-        assert sum(r.ended < switch_started for r in results) >= SETS_PER_PHASE
-        # Whether a search also ends while the run writes depends on the scheduler (a fast
-        # run on a quiet host may finish between two searches): not asserted, as a time is not.
-        assert sum(r.started > switch_done for r in results) >= SETS_PER_PHASE
-        # The new generation answers only once the pointer write began; the old one only
-        # to searches that started before it was done (they may have read it just before).
-        early = [r for r in results if r.generation == "new" and r.ended <= switch_started]
-        assert not early, f"new results before the switch: {early[:3]}"
-        late = [r for r in results if r.generation == "old" and r.started >= switch_done]
-        assert not late, f"old results after the switch: {late[:3]}"
-        # Each client goes from the old generation to the new one once, never back.
-        for client in range(CLIENTS):
-            seen = [
-                r.generation for r in sorted(results, key=lambda r: r.started) if r.client == client
-            ]
-            flips = sum(1 for a, b in itertools.pairwise(seen) if a != b)
-            assert flips == 1 and seen[0] == "old" and seen[-1] == "new", (client, seen)
+    seen = await rebuild_under_load("chunker change", (HASHING, 64), (HASHING, 48))
+    results, switch_started, switch_done = seen.results, seen.switch_started, seen.switch_done
+    assert seen.report.rebuild is not None and seen.report.rebuild.changed == ["chunker"]
+    assert sum(r.ended < switch_started for r in results) >= SETS_PER_PHASE
+    # Whether a search also ends while the run writes depends on the scheduler (a fast
+    # run on a quiet host may finish between two searches): not asserted, as a time is not.
+    assert sum(r.started > switch_done for r in results) >= SETS_PER_PHASE
+    # The new generation answers only once the pointer write began; the old one only
+    # to searches that started before it was done (they may have read it just before).
+    early = [r for r in results if r.generation == "new" and r.ended <= switch_started]
+    assert not early, f"new results before the switch: {early[:3]}"
+    late = [r for r in results if r.generation == "old" and r.started >= switch_done]
+    assert not late, f"old results after the switch: {late[:3]}"
+    # Each client goes from the old generation to the new one once, never back.
+    for client in range(CLIENTS):
+        seen_by = [
+            r.generation for r in sorted(results, key=lambda r: r.started) if r.client == client
+        ]
+        flips = sum(1 for a, b in itertools.pairwise(seen_by) if a != b)
+        assert flips == 1 and seen_by[0] == "old" and seen_by[-1] == "new", (client, seen_by)

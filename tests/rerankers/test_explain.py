@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-from ragflow_config.embedding import HashingEmbeddingModel
-from ragflow_config.rag import KnowledgeBase, QdrantStore, RerankSettings, RetrievalSettings
+from ragflow_config.rag import QdrantStore
 from ragflow_config.rerankers import HttpReranker
 
-from ._server import RerankServer, overlap
-from .test_search import QUERY, store, text
-
-__all__ = ["store"]  # the fixture, shared with test_search
+from ._server import overlap
+from .conftest import QUERY, pets, text
 
 
 async def test_the_explain_of_a_reranked_hit_gives_both_ranks_and_the_score(
-    store: QdrantStore, server: RerankServer
+    store: QdrantStore, tei: HttpReranker
 ) -> None:
-    embedding = HashingEmbeddingModel(dimensions=64)
-    retrieved = await KnowledgeBase("pets", "", embedding, store, "pets").search([QUERY], top_k=6)
-    async with HttpReranker(base_url=server.root) as reranker:
-        kb = KnowledgeBase(
-            "pets",
-            "",
-            embedding,
-            store,
-            "pets",
-            retrieval=RetrievalSettings(rerank=RerankSettings(reranker="tei", candidates=4)),
-            reranker=reranker,
-        )
-        plain = await kb.search([QUERY], top_k=5)
-        hits = await kb.search([QUERY], top_k=5, explain=True)
+    retrieved = await pets(store).search([QUERY], top_k=6)
+    kb = pets(store, tei, candidates=4)
+    plain = await kb.search([QUERY], top_k=5)
+    hits = await kb.search([QUERY], top_k=5, explain=True)
     assert [(text(h), h.score) for h in hits] == [(text(h), h.score) for h in plain]
     before = [text(hit) for hit in retrieved]
     for rank_after, hit in enumerate(hits[:4], 1):

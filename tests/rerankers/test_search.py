@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from ragflow_config.cli import main
 from ragflow_config.embedding import HashingEmbeddingModel
-from ragflow_config.message import TextBlock
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.pipeline._validate import check_file, display_path
 from ragflow_config.rag import (
-    Chunk,
     KnowledgeBase,
     QdrantStore,
     RerankSettings,
@@ -24,56 +21,14 @@ from ragflow_config.rag import (
 from ragflow_config.rerankers import HttpReranker
 
 from ._server import RerankServer, overlap
-
-TEXTS = [
-    "sleep sleep sleep sleep sleep",
-    "cats sleep in the sun all day",
-    "the cat naps",
-    "where do dogs sleep at night",
-    "sleep well",
-    "cats",
-]
-QUERY = "where do cats sleep in the day"
-
-
-def text(hit: VectorSearchResult) -> str:
-    content = hit.chunk.content
-    assert isinstance(content, TextBlock)
-    return content.text
-
-
-@pytest.fixture
-async def store() -> AsyncIterator[QdrantStore]:
-    async with QdrantStore(location=":memory:") as opened:
-        await KnowledgeBase(
-            "pets", "", HashingEmbeddingModel(dimensions=64), opened, "pets"
-        ).insert_document(
-            [
-                Chunk(content=TextBlock(text=t), source=f"{i}.txt", chunk_index=0, total_chunks=1)
-                for i, t in enumerate(TEXTS)
-            ],
-            document_id="all",
-        )
-        yield opened
+from .conftest import QUERY, TEXTS, pets, text
 
 
 async def test_search_reorders_the_first_candidates_by_the_rerankers_scores(
-    store: QdrantStore, server: RerankServer
+    store: QdrantStore, tei: HttpReranker, server: RerankServer
 ) -> None:
-    embedding = HashingEmbeddingModel(dimensions=64)
-    plain = KnowledgeBase("pets", "", embedding, store, "pets")
-    retrieved = await plain.search([QUERY], top_k=6)
-    async with HttpReranker(base_url=server.root) as reranker:
-        reranked = KnowledgeBase(
-            "pets",
-            "",
-            embedding,
-            store,
-            "pets",
-            retrieval=RetrievalSettings(rerank=RerankSettings(reranker="tei", candidates=4)),
-            reranker=reranker,
-        )
-        hits = await reranked.search([QUERY], top_k=5)
+    retrieved = await pets(store).search([QUERY], top_k=6)
+    hits = await pets(store, tei, candidates=4).search([QUERY], top_k=5)
     head = [text(hit) for hit in retrieved[:4]]
     # The first 4 retrieved, best reranker score first (ties in retrieval order), scored
     # by the reranker; then the fifth retrieved hit with its retrieval score.
@@ -87,21 +42,10 @@ async def test_search_reorders_the_first_candidates_by_the_rerankers_scores(
 
 
 async def test_top_k_below_candidates_cuts_after_reranking(
-    store: QdrantStore, server: RerankServer
+    store: QdrantStore, tei: HttpReranker, server: RerankServer
 ) -> None:
-    embedding = HashingEmbeddingModel(dimensions=64)
-    retrieved = await KnowledgeBase("pets", "", embedding, store, "pets").search([QUERY], top_k=6)
-    async with HttpReranker(base_url=server.root) as reranker:
-        kb = KnowledgeBase(
-            "pets",
-            "",
-            embedding,
-            store,
-            "pets",
-            retrieval=RetrievalSettings(rerank=RerankSettings(reranker="tei", candidates=6)),
-            reranker=reranker,
-        )
-        [best] = await kb.search([QUERY], top_k=1)
+    retrieved = await pets(store).search([QUERY], top_k=6)
+    [best] = await pets(store, tei, candidates=6).search([QUERY], top_k=1)
     assert text(best) == max((text(hit) for hit in retrieved), key=lambda t: overlap(QUERY, t))
     assert len(server.requests[0].body["texts"]) == 6  # all candidates judged, not top_k
 
