@@ -11,6 +11,7 @@ import difflib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import metadata
 from importlib.metadata import EntryPoint, entry_points
 from typing import Literal
 
@@ -43,6 +44,8 @@ ENTRY_POINT_GROUPS: dict[Kind, str] = {
     "reranker": "ragflow_config.rerankers",
 }
 KINDS: tuple[Kind, ...] = tuple(ENTRY_POINT_GROUPS)
+# This project's distribution: its entry points are the built-in types.
+DISTRIBUTION = "ragflow-config"
 
 
 class UnknownTypeError(RagflowError, LookupError):
@@ -84,6 +87,11 @@ class Registry:
     asked for by name: `validate` of a file that names a Qdrant store and the
     hashing model imports those two, not DashScope's client or every parser's
     library. Listing a kind (`names`, `types`) imports every type of it.
+
+    The built-in types come from this project's own metadata. Every installed
+    distribution's is read (a scan of all of them) only when a name is not a
+    built-in or a kind is listed: then a plugin reusing a built-in name is
+    skipped, with a warning.
     """
 
     def __init__(self) -> None:
@@ -94,6 +102,9 @@ class Registry:
         self._pending: dict[Kind, dict[str, list[EntryPoint]]] = {
             kind: {} for kind in ENTRY_POINT_GROUPS
         }
+        # The built-in entry points already pending, while the other distributions are unread;
+        # None once read (or for a registry filled by hand).
+        self._built_in: set[EntryPoint] | None = None
 
     @classmethod
     def from_entry_points(cls) -> Registry:
@@ -103,17 +114,41 @@ class Registry:
         Built-in types load first, so a plugin reusing one of their names is the one skipped.
         """
         registry = cls()
+        try:
+            own = metadata.distribution(DISTRIBUTION).entry_points
+        except metadata.PackageNotFoundError:  # a source tree not installed: all from the scan
+            own = metadata.EntryPoints(())
+        for kind, group in ENTRY_POINT_GROUPS.items():
+            registry._add(kind, own.select(group=group))
+        registry._built_in = set(own)
+        return registry
+
+    def _add(self, kind: Kind, entries: Iterable[EntryPoint]) -> None:
+        for entry in sorted(entries, key=_third_party):
+            self._pending[kind].setdefault(entry.name, []).append(entry)
+
+    def _discover(self) -> None:
+        """Read every installed distribution's entry points, once; the built-in ones are
+        already pending (or loaded)."""
+        if self._built_in is None:
+            return
+        built_in, self._built_in = self._built_in, None
         installed = entry_points()  # one read of every distribution's metadata, not one per group
         for kind, group in ENTRY_POINT_GROUPS.items():
-            for entry in sorted(installed.select(group=group), key=_third_party):
-                registry._pending[kind].setdefault(entry.name, []).append(entry)
-        return registry
+            self._add(kind, (e for e in installed.select(group=group) if e not in built_in))
+
+    def _find(self, kind: Kind, name: str) -> None:
+        """Load the type ``name``; when no built-in one loads, read the other distributions."""
+        self._load(kind, name)
+        if name not in self._types[kind]:
+            self._discover()
+            self._load(kind, name)
 
     def _load(self, kind: Kind, name: str) -> None:
         for entry in self._pending[kind].pop(name, []):
             distribution = entry.dist.name if entry.dist else None
             try:
-                self.register(kind, entry.name, entry.load(), distribution=distribution)
+                self._put(kind, entry.name, entry.load(), distribution=distribution)
             except Exception as exc:  # a broken plugin must not take the others down
                 logger.warning(
                     "skipping %s type %r from %s: %s: %s",
@@ -127,6 +162,12 @@ class Registry:
     def register(
         self, kind: Kind, name: str, component: type[Component], *, distribution: str | None = None
     ) -> None:
+        self._find(kind, name)  # an entry point of the same name comes first
+        self._put(kind, name, component, distribution=distribution)
+
+    def _put(
+        self, kind: Kind, name: str, component: type[Component], *, distribution: str | None
+    ) -> None:
         if not (isinstance(component, type) and issubclass(component, Component)):
             raise TypeError(f"{kind} type {name!r}: {component!r} is not a Component subclass")
         chunker_type = getattr(component, "chunker_type", None)
@@ -135,7 +176,6 @@ class Registry:
                 f"chunker {component.__name__} has chunker_type {chunker_type!r} "
                 f"but is registered as {name!r}"
             )
-        self._load(kind, name)  # an entry point of the same name comes first
         existing = self._types[kind].get(name)
         if existing is not None and existing.cls is not component:
             raise ValueError(
@@ -145,6 +185,7 @@ class Registry:
         self._types[kind][name] = ComponentType(kind, name, component, distribution)
 
     def names(self, kind: Kind) -> list[str]:
+        self._discover()
         for name in list(self._pending[kind]):
             self._load(kind, name)
         return sorted(self._types[kind])
@@ -153,7 +194,7 @@ class Registry:
         return [self._types[kind][name] for name in self.names(kind)]
 
     def get(self, kind: Kind, name: str) -> ComponentType:
-        self._load(kind, name)
+        self._find(kind, name)
         try:
             return self._types[kind][name]
         except KeyError:
@@ -172,7 +213,7 @@ class Registry:
         """Whether ``name`` is a type of ``kind`` that loads, importing that type only."""
         if not isinstance(name, str):
             return False
-        self._load(kind, name)
+        self._find(kind, name)
         return name in self._types[kind]
 
 

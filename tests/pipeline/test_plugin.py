@@ -190,6 +190,31 @@ def test_a_broken_plugin_is_skipped_with_a_warning(
     assert any(message.startswith(warning) for message in caplog.messages), caplog.messages
 
 
+def test_other_distributions_are_read_when_a_name_is_not_built_in_or_a_kind_is_listed(
+    plugin_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file of built-in types (validate in a pre-commit hook) reads this project's entry
+    points alone; listing a kind reads every distribution's, so a plugin reusing a built-in
+    name is still reported, and the built-in still wins."""
+    write_distribution(
+        plugin_path,
+        "ragflow-broken-plugin",
+        "ragflow_broken_plugin",
+        "from ragflow_demo_plugin import DemoParser\n",
+        "text = ragflow_broken_plugin:DemoParser",
+    )
+    importlib.invalidate_caches()
+    with caplog.at_level(logging.WARNING, logger="ragflow_config.registry"):
+        registry = Registry.from_entry_points()
+        assert registry.get("parser", "text").cls.__name__ == "TextParser"
+        assert registry.has("vector_store", "qdrant")
+        assert "ragflow_broken_plugin" not in sys.modules
+        assert caplog.messages == []
+        assert "demo" in registry.names("parser")
+    assert registry.get("parser", "text").cls.__name__ == "TextParser"
+    assert any("parser type 'text' is registered twice" in m for m in caplog.messages)
+
+
 def test_the_installed_cli_lists_it_and_writes_its_schema(
     plugin_path: Path, tmp_path: Path
 ) -> None:
