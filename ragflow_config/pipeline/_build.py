@@ -125,7 +125,6 @@ async def build(
     """
     from ..embedding import FileEmbeddingCache
     from ..rag import KnowledgeBase
-    from ..rerankers._llm import LLMReranker
 
     wanted = [kb for kb in spec.knowledge_bases if only is None or kb.name in only]
     async with contextlib.AsyncExitStack() as stack:
@@ -144,6 +143,10 @@ async def build(
             return shared[key]
 
         async def reranker(name: str) -> RerankerBase:
+            # Imported here: a search of a knowledge base with no reranker (most) never pays for
+            # the rerankers' HTTP client and credentials.
+            from ..rerankers._llm import LLMReranker
+
             instance: RerankerBase = await component("reranker", name, spec.rerankers)
             if isinstance(instance, LLMReranker) and instance.model is None:
                 instance.model = await component(

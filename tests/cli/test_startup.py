@@ -56,6 +56,30 @@ NOT_FOR_VALIDATE = [
     "rich",
 ]
 
+# A search of a knowledge base that names no reranker, on a local store.
+NOT_FOR_SEARCH = [
+    "ragflow_config.rerankers",
+    "ragflow_config.credential",
+    "pydantic_settings",
+    "ragflow_config.agent",
+    "ragflow_config.model",
+    "ragflow_config.pipeline._run",
+    "onnxruntime",
+]
+SEARCH_PIPELINE = """\
+version: 1
+vector_stores:
+  disk: {type: qdrant, parameters: {path: store}}
+embeddings:
+  model: {type: hashing, parameters: {dimensions: 64}}
+knowledge_bases:
+  - name: notes
+    sources: [{path: docs}]
+    embedding: model
+    vector_store: disk
+    collection: notes
+"""
+
 PROBE = """
 import contextlib, io, json, sys
 from ragflow_config.cli import main
@@ -109,3 +133,21 @@ def test_an_invalid_file_still_lists_every_registered_type() -> None:
     code, modules = imported_by("validate", "tests/pipeline/files/unknown_types.yaml")
     assert code == 2
     assert "ragflow_config.rag._parsers.pdf" in modules
+
+
+def test_search_imports_its_store_and_model_and_no_reranker(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "apples.md").write_text("Apples are red or green.\n", encoding="utf-8")
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(SEARCH_PIPELINE, encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "ragflow_config.cli", "run", "-q", str(pipeline), "--workers", "0"],
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    code, modules = imported_by("search", str(pipeline), "notes", "apples")
+    assert code == 0
+    assert heavy(modules, NOT_FOR_SEARCH) == []
+    assert "qdrant_client" in modules  # it did open the store
