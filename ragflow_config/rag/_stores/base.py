@@ -170,7 +170,25 @@ class VectorStoreBase(Component):
         limit: int = 30,
         metadata_filter: dict[str, Any] | None = None,
     ) -> list[Chunk]:
-        """Chunks ``[offset, offset + limit)`` of a document, by ``chunk_index``."""
+        """Chunks ``[offset, offset + limit)`` of a document, by ``chunk_index``.
+
+        A store reads the window with ``_chunk_window``; the paging is the same for all.
+        """
+        if limit <= 0:
+            return []
+        window = range(offset, offset + limit)
+        chunks = await self._chunk_window(collection, document_id, window, metadata_filter)
+        return sorted(chunks, key=lambda chunk: chunk.chunk_index)
+
+    async def _chunk_window(
+        self,
+        collection: str,
+        document_id: str,
+        window: range,
+        metadata_filter: dict[str, Any] | None,
+    ) -> list[Chunk]:
+        """The chunks of ``document_id`` within ``metadata_filter`` whose ``chunk_index``
+        is in ``window`` (not empty), in any order."""
         raise NotImplementedError(f"{type(self).__name__} does not list chunks")
 
     @abstractmethod
@@ -210,6 +228,12 @@ class VectorStoreBase(Component):
     def get_client(self) -> Any:
         """``client``, under AgentScope's name."""
         return self.client
+
+    async def _close_client(self) -> None:
+        """Close the backend's client, if open; the store can be entered again."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
 
     async def probe(self) -> str:
         """Whether the store can be used, found out without writing anything, on a store
@@ -431,48 +455,6 @@ def matches_filter(metadata: dict[str, Any], metadata_filter: dict[str, Any] | N
         ):
             return False
     return True
-
-
-async def summarize_keys(
-    keys: Iterable[tuple[str, int]],
-    heads: dict[str, dict[str, Any]],
-    read_chunk: Callable[[str, int], Awaitable[list[Chunk]]],
-) -> list[DocumentSummary]:
-    """One summary per document, from every chunk's ``(document_id, chunk_index)``
-    (to count them) and the chunk JSON of each document's chunk 0 (``heads``).
-
-    So a store lists documents reading two small fields per chunk and one
-    chunk per document, not every chunk's data. Source and metadata come from
-    the document's lowest-indexed chunk, so a document whose chunk 0 is
-    written last looks complete only once it is. One whose chunk 0 is
-    missing (an interrupted write) takes source and metadata from its
-    lowest-indexed chunk, read alone by ``read_chunk(document_id, chunk_index)``
-    (such documents are few); one deleted in between is left out.
-    """
-    counts: dict[str, int] = {}
-    lowest: dict[str, int] = {}
-    for document_id, chunk_index in keys:
-        counts[document_id] = counts.get(document_id, 0) + 1
-        if chunk_index < lowest.get(document_id, chunk_index + 1):
-            lowest[document_id] = chunk_index
-    summaries = []
-    for document_id, count in counts.items():
-        if lowest[document_id] == 0:
-            head = heads.get(document_id)
-        else:
-            found = await read_chunk(document_id, lowest[document_id])
-            head = {"source": found[0].source, "metadata": found[0].metadata} if found else None
-        if head is None:  # deleted between the reads
-            continue
-        summaries.append(
-            DocumentSummary(
-                document_id=document_id,
-                source=head.get("source", ""),
-                chunk_count=count,
-                metadata=dict(head.get("metadata") or {}),
-            )
-        )
-    return summaries
 
 
 async def with_retries(

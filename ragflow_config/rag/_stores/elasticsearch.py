@@ -19,6 +19,7 @@ from ..._extras import require
 from ..._redact import redact_url
 from ...credential import ElasticsearchCredential, MissingSecretError
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._paging import pages
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
     Scalar,
@@ -202,9 +203,7 @@ class ElasticsearchStore(VectorStoreBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        await self._close_client()
 
     async def probe(self) -> str:
         async with self:  # entering only makes a client
@@ -360,9 +359,7 @@ class ElasticsearchStore(VectorStoreBase):
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         index = self._index(collection)
-        size = self.parameters.batch_size
-        for start in range(0, len(records), size):
-            batch = records[start : start + size]
+        for batch in pages(records, self.parameters.batch_size):
             operations: list[dict[str, Any]] = []
             for record in batch:
                 chunk = record.chunk
@@ -512,56 +509,50 @@ class ElasticsearchStore(VectorStoreBase):
             if not documents["buckets"] or after is None:
                 return summaries
 
-    async def list_chunks(
+    async def _chunk_window(
         self,
         collection: str,
         document_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: dict[str, Any] | None = None,
+        window: range,
+        metadata_filter: dict[str, Any] | None,
     ) -> list[Chunk]:
         index = self._index(collection)
-        if limit <= 0:
-            return []
-        clauses = [
+        clauses: list[dict[str, Any]] = [
             {"term": {"document_id": document_id}},
-            {"range": {"chunk_index": {"gte": offset, "lt": offset + limit}}},
+            {"range": {"chunk_index": {"gte": window.start, "lt": window.stop}}},
             *filter_clauses(metadata_filter),
         ]
-        chunks: list[Chunk] = []
-        after: list[Any] | None = None
-        while True:
-            page: dict[str, Any] = {
-                "query": {"bool": {"filter": clauses}},
-                "sort": [{"chunk_index": "asc"}],
-                "size": min(_PAGE, limit - len(chunks)),
-                "source": ["chunk"],
-                "track_total_hits": False,
-            }
-            if after is not None:
-                page["search_after"] = after
-            response = await self._call(partial(self.client.search, index=index, **page))
-            assert response is not None
-            hits = response.body["hits"]["hits"]
-            chunks.extend(Chunk.model_validate(hit["_source"]["chunk"]) for hit in hits)
-            if len(hits) < page["size"] or len(chunks) >= limit:
-                return chunks
-            after = hits[-1]["sort"]
+        hits = await self._by_chunk_index(index, clauses, ["chunk"], len(window))
+        return [Chunk.model_validate(hit["_source"]["chunk"]) for hit in hits]
 
     async def document_vectors(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
     ) -> list[tuple[Chunk, list[float]]]:
         index = self._index(collection)
         clauses = [{"term": {"document_id": document_id}}, *filter_clauses(metadata_filter)]
-        found: list[tuple[Chunk, list[float]]] = []
+        hits = await self._by_chunk_index(index, clauses, ["chunk", "vector"])
+        return [
+            (Chunk.model_validate(hit["_source"]["chunk"]), hit["_source"]["vector"])
+            for hit in hits
+        ]
+
+    async def _by_chunk_index(
+        self,
+        index: str,
+        clauses: list[dict[str, Any]],
+        source: list[str],
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The hits of ``clauses`` in ``index`` (``limit`` at most), by ``chunk_index``, with
+        ``source``'s fields: ``_PAGE`` at a time, each page after the last one's sort key."""
+        found: list[dict[str, Any]] = []
         after: list[Any] | None = None
         while True:
             page: dict[str, Any] = {
                 "query": {"bool": {"filter": clauses}},
                 "sort": [{"chunk_index": "asc"}],
-                "size": _PAGE,
-                "source": ["chunk", "vector"],
+                "size": _PAGE if limit is None else min(_PAGE, limit - len(found)),
+                "source": source,
                 "track_total_hits": False,
             }
             if after is not None:
@@ -569,11 +560,8 @@ class ElasticsearchStore(VectorStoreBase):
             response = await self._call(partial(self.client.search, index=index, **page))
             assert response is not None
             hits = response.body["hits"]["hits"]
-            found.extend(
-                (Chunk.model_validate(hit["_source"]["chunk"]), hit["_source"]["vector"])
-                for hit in hits
-            )
-            if len(hits) < _PAGE:
+            found.extend(hits)
+            if len(hits) < page["size"] or (limit is not None and len(found) >= limit):
                 return found
             after = hits[-1]["sort"]
 

@@ -29,6 +29,7 @@ from ..._redact import redact_urls
 from ...credential import MilvusCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._lite_clock import LiteClock
+from ._paging import pages, summarize_keys
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
     FilterPair,
@@ -40,7 +41,6 @@ from .base import (
     in_use,
     matches_filter,
     refuse_unencodable,
-    summarize_keys,
     with_retries,
 )
 
@@ -547,13 +547,9 @@ class MilvusLiteStore(VectorStoreBase):
         lexical = any(r.terms is not None for r in records) or (
             bool(records) and await self.has_lexical(collection)
         )
-        size = self.parameters.batch_size
         write = self._insert_or_upsert if self.is_lite else self._upsert
-        for start in range(0, len(records), size):
-            await write(
-                collection,
-                [_row(record, lexical) for record in records[start : start + size]],
-            )
+        for batch in pages(records, self.parameters.batch_size):
+            await write(collection, [_row(record, lexical) for record in batch])
 
     async def _insert_or_upsert(self, collection: str, rows: list[dict[str, Any]]) -> None:
         """Milvus Lite: insert the rows whose ids are not stored, upsert the others.
@@ -573,8 +569,8 @@ class MilvusLiteStore(VectorStoreBase):
 
         async def write(client: Any) -> None:
             stored: set[str] = set()
-            for start in range(0, len(rows), _QUERY_PAGE):
-                ids = [row["id"] for row in rows[start : start + _QUERY_PAGE]]
+            for page in pages(rows, _QUERY_PAGE):
+                ids = [row["id"] for row in page]
                 found = await client.query(
                     name,
                     filter=f"id in {json.dumps(ids)}",  # hex digests: nothing to escape
@@ -638,31 +634,9 @@ class MilvusLiteStore(VectorStoreBase):
         if top_k <= 0:
             return []
         distance = self.parameters.distance
-        expression = self._expression(metadata_filter)
-        approximate = _approximate(metadata_filter)
-
-        def best(limit: int) -> Callable[[Any], Awaitable[Any]]:
-            return lambda client: client.search(
-                milvus_name(collection),
-                data=[query_vector],
-                filter=expression,
-                limit=limit,
-                output_fields=["document_id", "chunk"],
-                anns_field="vector",
-                search_params={"metric_type": _METRICS[distance]},
-                timeout=self.parameters.timeout,
-            )
-
-        limit = top_k
-        while True:
-            [hits] = await self._call(best(limit))
-            found = len(hits)
-            if approximate:
-                hits = [hit for hit in hits if _within(hit["entity"], metadata_filter)][:top_k]
-            # The filter let in near misses: ask for more until top_k remain.
-            if len(hits) >= top_k or found < limit or limit >= _MAX_SEARCH_LIMIT:
-                break
-            limit = min(_MAX_SEARCH_LIMIT, limit * 4)
+        hits = await self._best(
+            collection, query_vector, "vector", _METRICS[distance], top_k, metadata_filter
+        )
         results = [
             VectorSearchResult(
                 score=_score(distance, float(hit["distance"])),
@@ -683,18 +657,39 @@ class MilvusLiteStore(VectorStoreBase):
     ) -> list[VectorSearchResult]:
         if top_k <= 0 or not weights:
             return []
+        hits = await self._best(collection, dict(weights), "terms", "IP", top_k, metadata_filter)
+        return [
+            VectorSearchResult(
+                score=float(hit["distance"]),
+                document_id=hit["entity"]["document_id"],
+                chunk=Chunk.model_validate(hit["entity"]["chunk"]),
+            )
+            for hit in hits
+        ]
+
+    async def _best(
+        self,
+        collection: str,
+        query: Any,
+        field: str,
+        metric: str,
+        top_k: int,
+        metadata_filter: dict[str, Any] | None,
+    ) -> list[Any]:
+        """The ``top_k`` hits nearest ``query`` in ``field`` within the filter, as Milvus
+        orders them. A filter Milvus matches only approximately is matched here too."""
         expression = self._expression(metadata_filter)
         approximate = _approximate(metadata_filter)
 
         def best(limit: int) -> Callable[[Any], Awaitable[Any]]:
             return lambda client: client.search(
                 milvus_name(collection),
-                data=[dict(weights)],
+                data=[query],
                 filter=expression,
                 limit=limit,
                 output_fields=["document_id", "chunk"],
-                anns_field="terms",
-                search_params={"metric_type": "IP"},
+                anns_field=field,
+                search_params={"metric_type": metric},
                 timeout=self.parameters.timeout,
             )
 
@@ -704,17 +699,10 @@ class MilvusLiteStore(VectorStoreBase):
             found = len(hits)
             if approximate:
                 hits = [hit for hit in hits if _within(hit["entity"], metadata_filter)][:top_k]
+            # The filter let in near misses: ask for more until top_k remain.
             if len(hits) >= top_k or found < limit or limit >= _MAX_SEARCH_LIMIT:
-                break
+                return hits
             limit = min(_MAX_SEARCH_LIMIT, limit * 4)
-        return [
-            VectorSearchResult(
-                score=float(hit["distance"]),
-                document_id=hit["entity"]["document_id"],
-                chunk=Chunk.model_validate(hit["entity"]["chunk"]),
-            )
-            for hit in hits
-        ]
 
     async def term_counts(
         self, collection: str, terms: list[int], metadata_filter: dict[str, Any] | None = None
@@ -796,15 +784,11 @@ class MilvusLiteStore(VectorStoreBase):
             await self._query_all(collection, first, ["document_id", "chunk"]), metadata_filter
         )
         return await summarize_keys(
+            self,
+            collection,
             ((row["document_id"], row["chunk_index"]) for row in keys),
             {row["document_id"]: row["chunk"] for row in heads},
-            lambda document_id, chunk_index: self.list_chunks(
-                collection,
-                document_id,
-                offset=chunk_index,
-                limit=1,
-                metadata_filter=metadata_filter,
-            ),
+            metadata_filter,
         )
 
     async def _agentscope_layout(self, collection: str) -> VectorStoreError | None:
@@ -826,22 +810,17 @@ class MilvusLiteStore(VectorStoreBase):
             "AgentScope's collections from a Qdrant store",
         )
 
-    async def list_chunks(
+    async def _chunk_window(
         self,
         collection: str,
         document_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: dict[str, Any] | None = None,
+        window: range,
+        metadata_filter: dict[str, Any] | None,
     ) -> list[Chunk]:
-        if limit <= 0:
-            return []
-        window = f"chunk_index >= {int(offset)} and chunk_index < {int(offset) + int(limit)}"
-        expression = f"{self._expression(metadata_filter, document_id)} and {window}"
+        within = f"chunk_index >= {int(window.start)} and chunk_index < {int(window.stop)}"
+        expression = f"{self._expression(metadata_filter, document_id)} and {within}"
         rows = _exact(await self._query_all(collection, expression, ["chunk"]), metadata_filter)
-        chunks = [Chunk.model_validate(row["chunk"]) for row in rows]
-        return sorted(chunks, key=lambda chunk: chunk.chunk_index)
+        return [Chunk.model_validate(row["chunk"]) for row in rows]
 
     async def document_vectors(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None

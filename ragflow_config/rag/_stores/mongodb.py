@@ -16,6 +16,7 @@ from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._paging import pages
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import StoreParameters, VectorStoreBase, flatten_filter, refuse_unencodable, with_retries
 
@@ -175,9 +176,7 @@ class MongoDBStore(VectorStoreBase):
         tb: TracebackType | None,
     ) -> None:
         self._queryable.clear()
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        await self._close_client()
 
     async def probe(self) -> str:
         async with self:  # entering only makes a client
@@ -209,6 +208,17 @@ class MongoDBStore(VectorStoreBase):
             retry_on=(errors.AutoReconnect,),
             attempts=self.parameters.max_retries + 1,
         )
+
+    async def _aggregate(
+        self, target: Any, pipeline: list[dict[str, Any]], **options: Any
+    ) -> list[dict[str, Any]]:
+        """What the aggregation ``pipeline`` over ``target`` gives, run as ``_call`` runs one."""
+
+        async def run() -> list[dict[str, Any]]:
+            cursor = await target.aggregate(pipeline, **options)
+            return list(await cursor.to_list())
+
+        return await self._call(run)
 
     async def create_lexical_collection(self, name: str, dimensions: int) -> None:
         await self.create_collection(name, dimensions)
@@ -367,9 +377,7 @@ class MongoDBStore(VectorStoreBase):
         bson_errors = require("bson.errors", "mongodb")
         operations = require("pymongo.operations", "mongodb")
         target = self._collection(collection)
-        size = self.parameters.batch_size
-        for start in range(0, len(records), size):
-            batch = records[start : start + size]
+        for batch in pages(records, self.parameters.batch_size):
             requests = [
                 operations.ReplaceOne({"_id": _id}, document, upsert=True)
                 for _id, document in map(stored_document, batch)
@@ -427,18 +435,13 @@ class MongoDBStore(VectorStoreBase):
                 "the vector search index"
             )
         await self._ensure_queryable(collection)
-
-        async def run() -> list[dict[str, Any]]:
-            cursor = await target.aggregate(pipeline)
-            return list(await cursor.to_list())
-
         return [
             VectorSearchResult(
                 score=common_score(p.distance, found["score"]),
                 document_id=found["document_id"],
                 chunk=Chunk.model_validate(found["chunk"]),
             )
-            for found in await self._call(run)
+            for found in await self._aggregate(target, pipeline)
         ]
 
     async def lexical_search(
@@ -452,18 +455,13 @@ class MongoDBStore(VectorStoreBase):
         if top_k <= 0 or not weights:
             return []
         pipeline = lexical_pipeline(weights, top_k, metadata_filter)
-
-        async def run() -> list[dict[str, Any]]:
-            cursor = await target.aggregate(pipeline)
-            return list(await cursor.to_list())
-
         return [
             VectorSearchResult(
                 score=found["score"],
                 document_id=found["document_id"],
                 chunk=Chunk.model_validate(found["chunk"]),
             )
-            for found in await self._call(run)
+            for found in await self._aggregate(target, pipeline)
         ]
 
     async def term_counts(
@@ -472,12 +470,7 @@ class MongoDBStore(VectorStoreBase):
         target = self._collection(collection)
         wanted = list(dict.fromkeys(terms))
         pipeline = term_counts_pipeline(wanted, metadata_filter)
-
-        async def run() -> list[dict[str, Any]]:
-            cursor = await target.aggregate(pipeline)
-            return list(await cursor.to_list())
-
-        (counted,) = await self._call(run)
+        (counted,) = await self._aggregate(target, pipeline)
         total = counted["total"][0]["n"] if counted["total"] else 0
         holding = {group["_id"]: group["n"] for group in counted["holding"]}
         return total, {term: holding.get(term, 0) for term in wanted}
@@ -487,13 +480,8 @@ class MongoDBStore(VectorStoreBase):
     ) -> list[DocumentSummary]:
         target = self._collection(collection)
         pipeline = documents_pipeline(metadata_filter)
-
-        async def run() -> list[dict[str, Any]]:
-            cursor = await target.aggregate(pipeline, allowDiskUse=True)
-            return list(await cursor.to_list())
-
         summaries = []
-        for group in await self._call(run):
+        for group in await self._aggregate(target, pipeline, allowDiskUse=True):
             first = Chunk.model_validate(group["first_chunk"])
             summaries.append(
                 DocumentSummary(
@@ -505,23 +493,19 @@ class MongoDBStore(VectorStoreBase):
             )
         return summaries
 
-    async def list_chunks(
+    async def _chunk_window(
         self,
         collection: str,
         document_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: dict[str, Any] | None = None,
+        window: range,
+        metadata_filter: dict[str, Any] | None,
     ) -> list[Chunk]:
         target = self._collection(collection)
-        if limit <= 0:
-            return []
-        query = match_query(document_id, metadata_filter, chunk_range=(offset, offset + limit))
+        query = match_query(document_id, metadata_filter, chunk_range=(window.start, window.stop))
 
         async def run() -> list[dict[str, Any]]:
             cursor = target.find(query, {"_id": 0, "chunk": 1})
-            return list(await cursor.sort("chunk.chunk_index", 1).limit(limit).to_list())
+            return list(await cursor.sort("chunk.chunk_index", 1).limit(len(window)).to_list())
 
         return [Chunk.model_validate(found["chunk"]) for found in await self._call(run)]
 

@@ -15,6 +15,7 @@ from ..._extras import require
 from ...credential import PostgresCredential
 from .._analyzer import TERM_SPACE
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._paging import pages
 from ._pg_text import from_postgres, to_postgres
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
@@ -253,6 +254,15 @@ class PgVectorStore(VectorStoreBase):
             retry_on=(psycopg.OperationalError,),
             attempts=self.parameters.max_retries + 1,
         )
+
+    async def _rows(self, statement: Any, params: dict[str, Any]) -> list[Any]:
+        """Every row ``statement`` selects, run as ``_run`` runs work."""
+
+        async def run(connection: Any) -> list[Any]:
+            cursor = await connection.execute(statement, params)
+            return list(await cursor.fetchall())
+
+        return await self._run(run)
 
     def _table(self, name: str) -> Any:
         from psycopg import sql
@@ -508,8 +518,8 @@ class PgVectorStore(VectorStoreBase):
             try:
                 # One transaction: a failed insert leaves no half-written document.
                 async with connection.transaction(), connection.cursor() as cursor:
-                    for start in range(0, len(rows), size):
-                        await cursor.executemany(statement, rows[start : start + size])
+                    for batch in pages(rows, size):
+                        await cursor.executemany(statement, batch)
             except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # A value past one of PostgreSQL's limits (an index row of 2704
                 # bytes, a jsonb of 255 MB): this document, not the store.
@@ -608,17 +618,13 @@ class PgVectorStore(VectorStoreBase):
         ).format(self._table(collection), where)
         params.update(query=SparseVector(weights, TERM_SPACE), ids=sorted(weights), top_k=top_k)
 
-        async def run(connection: Any) -> list[Any]:
-            cursor = await connection.execute(statement, params)
-            return list(await cursor.fetchall())
-
         return [
             VectorSearchResult(
                 score=float(score),
                 document_id=from_postgres(document_id),
                 chunk=Chunk.model_validate(from_postgres(chunk)),
             )
-            for document_id, chunk, score in await self._run(run)
+            for document_id, chunk, score in await self._rows(statement, params)
         ]
 
     async def term_counts(
@@ -678,11 +684,6 @@ class PgVectorStore(VectorStoreBase):
             " AND document_id = counted.document_id AND chunk_index = counted.lowest"
             " LIMIT 1) AS head"
         ).format(table=table, where=where)
-
-        async def run(connection: Any) -> list[Any]:
-            cursor = await connection.execute(statement, params)
-            return await cursor.fetchall()
-
         return [
             DocumentSummary(
                 document_id=from_postgres(document_id),
@@ -690,34 +691,26 @@ class PgVectorStore(VectorStoreBase):
                 chunk_count=count,
                 metadata=from_postgres(metadata or {}),
             )
-            for document_id, source, metadata, count in await self._run(run)
+            for document_id, source, metadata, count in await self._rows(statement, params)
         ]
 
-    async def list_chunks(
+    async def _chunk_window(
         self,
         collection: str,
         document_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: dict[str, Any] | None = None,
+        window: range,
+        metadata_filter: dict[str, Any] | None,
     ) -> list[Chunk]:
-        if limit <= 0:
-            return []
         from psycopg import sql
 
         where, params = _where(metadata_filter, document_id)
-        params.update(start=offset, end=offset + limit)
+        params.update(start=window.start, end=window.stop)
         statement = sql.SQL(
             "SELECT chunk FROM {} WHERE {} AND chunk_index >= %(start)s AND chunk_index < %(end)s"
             " ORDER BY chunk_index"
         ).format(self._table(collection), where)
-
-        async def run(connection: Any) -> list[Any]:
-            cursor = await connection.execute(statement, params)
-            return await cursor.fetchall()
-
-        return [Chunk.model_validate(from_postgres(chunk)) for (chunk,) in await self._run(run)]
+        rows = await self._rows(statement, params)
+        return [Chunk.model_validate(from_postgres(chunk)) for (chunk,) in rows]
 
     async def document_vectors(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
@@ -728,14 +721,9 @@ class PgVectorStore(VectorStoreBase):
         statement = sql.SQL("SELECT chunk, embedding FROM {} WHERE {}").format(
             self._table(collection), where
         )
-
-        async def run(connection: Any) -> list[Any]:
-            cursor = await connection.execute(statement, params)
-            return await cursor.fetchall()
-
         return [
             (Chunk.model_validate(from_postgres(chunk)), embedding.to_list())
-            for chunk, embedding in await self._run(run)
+            for chunk, embedding in await self._rows(statement, params)
         ]
 
 

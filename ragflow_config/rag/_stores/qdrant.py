@@ -22,6 +22,7 @@ from ..._errors import VectorStoreError
 from ..._extras import require
 from ..._redact import redact_urls
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
+from ._paging import pages, summarize_keys
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
     StoreParameters,
@@ -31,7 +32,6 @@ from .base import (
     flatten_filter,
     in_use,
     refuse_unencodable,
-    summarize_keys,
     with_retries,
 )
 
@@ -235,9 +235,8 @@ class QdrantStore(VectorStoreBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._client is not None and not self._in_memory:
-            client, self._client = self._client, None
-            await client.close()
+        if not self._in_memory:
+            await self._close_client()
 
     @property
     def _in_memory(self) -> bool:
@@ -442,8 +441,7 @@ class QdrantStore(VectorStoreBase):
     async def insert(self, collection: str, records: list[VectorRecord]) -> None:
         refuse_unencodable(self.store_name, records)
         models = self._models()
-        size = self.parameters.batch_size
-        for start in range(0, len(records), size):
+        for batch in pages(records, self.parameters.batch_size):
             # model_construct: the records are validated already, and the client checks points again.
             points = [
                 models.PointStruct.model_construct(
@@ -460,7 +458,7 @@ class QdrantStore(VectorStoreBase):
                         _TERMS: sorted(record.terms),
                     },
                 )
-                for record in records[start : start + size]
+                for record in batch
             ]
             await self._call(
                 lambda points=points: self.client.upsert(
@@ -488,25 +486,8 @@ class QdrantStore(VectorStoreBase):
     ) -> list[VectorSearchResult]:
         if top_k <= 0:
             return []
-        query_filter = self._filter(metadata_filter)
-        response = await self._call(
-            lambda: self.client.query_points(
-                collection_name=collection,
-                query=query_vector,
-                limit=top_k,
-                query_filter=query_filter,
-                with_payload=True,
-            )
-        )
         sign = -1.0 if self.parameters.distance == "euclidean" else 1.0
-        return [
-            VectorSearchResult(
-                score=sign * point.score,
-                document_id=point.payload["document_id"],
-                chunk=Chunk.model_validate(point.payload["chunk"]),
-            )
-            for point in response.points
-        ]
+        return await self._best(collection, query_vector, top_k, metadata_filter, sign=sign)
 
     async def lexical_search(
         self,
@@ -520,20 +501,42 @@ class QdrantStore(VectorStoreBase):
         models = self._models()
         terms = sorted(weights)
         query = models.SparseVector(indices=terms, values=[weights[t] for t in terms])
+        return await self._best(
+            collection,
+            query,
+            top_k,
+            metadata_filter,
+            using=_LEXICAL,
+            payload=["document_id", "chunk"],
+        )
+
+    async def _best(
+        self,
+        collection: str,
+        query: Any,
+        top_k: int,
+        metadata_filter: dict[str, Any] | None,
+        *,
+        using: str | None = None,
+        payload: Any = True,
+        sign: float = 1.0,
+    ) -> list[VectorSearchResult]:
+        """The ``top_k`` points nearest ``query`` in the vector ``using`` (the dense one
+        if ``None``), within the filter, best first; ``sign`` turns a distance into a score."""
         query_filter = self._filter(metadata_filter)
         response = await self._call(
             lambda: self.client.query_points(
                 collection_name=collection,
                 query=query,
-                using=_LEXICAL,
+                using=using,
                 limit=top_k,
                 query_filter=query_filter,
-                with_payload=["document_id", "chunk"],
+                with_payload=payload,
             )
         )
         return [
             VectorSearchResult(
-                score=point.score,
+                score=sign * point.score,
                 document_id=point.payload["document_id"],
                 chunk=Chunk.model_validate(point.payload["chunk"]),
             )
@@ -617,43 +620,27 @@ class QdrantStore(VectorStoreBase):
                 first_ids.append(point.id)
         without_content = models.PayloadSelectorExclude(exclude=["chunk.content", _TERMS])
         heads: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(first_ids), _SCROLL_PAGE):
+        for ids in pages(first_ids, _SCROLL_PAGE):
             points = await self._call(
-                lambda ids=first_ids[start : start + _SCROLL_PAGE]: self.client.retrieve(
+                lambda ids=ids: self.client.retrieve(
                     collection, ids=ids, with_payload=without_content, with_vectors=False
                 )
             )
             heads.update((point.payload["document_id"], point.payload["chunk"]) for point in points)
-        return await summarize_keys(
-            keys,
-            heads,
-            lambda document_id, chunk_index: self.list_chunks(
-                collection,
-                document_id,
-                offset=chunk_index,
-                limit=1,
-                metadata_filter=metadata_filter,
-            ),
-        )
+        return await summarize_keys(self, collection, keys, heads, metadata_filter)
 
-    async def list_chunks(
+    async def _chunk_window(
         self,
         collection: str,
         document_id: str,
-        *,
-        offset: int = 0,
-        limit: int = 30,
-        metadata_filter: dict[str, Any] | None = None,
+        window: range,
+        metadata_filter: dict[str, Any] | None,
     ) -> list[Chunk]:
-        if limit <= 0:
-            return []
-        window = range(offset, offset + limit)
         scroll_filter = self._filter(metadata_filter, document_id, window)
-        chunks = [
+        return [
             Chunk.model_validate(point.payload["chunk"])
             async for point in self._scroll(collection, scroll_filter)
         ]
-        return sorted(chunks, key=lambda chunk: chunk.chunk_index)
 
     async def document_vectors(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
