@@ -220,13 +220,32 @@ def test_rrf_and_weighted_fusion_by_hand() -> None:
         ("b", pytest.approx(1 / 62)),
     ]
     weighted = fuse(
-        dense, lexical, FusionSettings(method="weighted", lexical_weight=0.5), candidates=3
+        dense,
+        lexical,
+        FusionSettings(method="weighted", dense_weight=1.0, lexical_weight=0.5),
+        candidates=3,
     )
     assert [(h.document_id, h.score) for h in weighted] == [
         ("a", pytest.approx(1.0)),
         ("c", pytest.approx(0.5)),
         ("b", pytest.approx(0.25)),
     ]
+
+
+def test_fusion_weights_default_by_method() -> None:
+    """`weighted` defaults to 0.7 dense / 0.3 lexical (docs/retrieval-evidence.md); `rrf` to
+    plain RRF, 1 each, unless the file gives a weight."""
+    assert FusionSettings().model_dump() == {
+        "method": "weighted",
+        "k": 60,
+        "dense_weight": 0.7,
+        "lexical_weight": 0.3,
+    }
+    assert RetrievalSettings.model_validate({"mode": "hybrid"}).fusion == FusionSettings()
+    rrf = RetrievalSettings.model_validate({"mode": "hybrid", "fusion": {"method": "rrf"}})
+    assert (rrf.fusion.dense_weight, rrf.fusion.lexical_weight) == (1.0, 1.0)
+    given = FusionSettings(method="rrf", lexical_weight=0.5)
+    assert (given.dense_weight, given.lexical_weight) == (1.0, 0.5)
 
 
 def test_weighted_fusion_normalises_each_side_over_its_first_candidates() -> None:
