@@ -6,6 +6,8 @@ import argparse
 import contextlib
 import logging
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,26 +65,16 @@ def register(commands: Commands) -> None:
         "mode with every hit explained, and browse its documents and chunks (behind the same "
         "token, signed in once at /ui/login)",
     )
-    serve.add_argument(
-        "--max-body-bytes",
-        type=int_between(1024, 1 << 30),
-        default=64 * 1024,
-        metavar="N",
-        help="largest request body accepted (default: 65536)",
+    limit = partial(_add_limit, serve)
+    limit(
+        "--max-body-bytes", int_between(1024, 1 << 30), 64 * 1024, "largest request body accepted"
     )
-    serve.add_argument(
-        "--max-query-chars",
-        type=int_between(1),
-        default=2000,
-        metavar="N",
-        help="longest query accepted (default: 2000)",
-    )
-    serve.add_argument(
+    limit("--max-query-chars", int_between(1), 2000, "longest query accepted")
+    limit(
         "--drain-seconds",
-        type=float_between(0, 24 * 3600),
-        default=30.0,
-        metavar="S",
-        help="on SIGTERM, how long requests in flight may finish (default: 30)",
+        float_between(0, 24 * 3600),
+        30.0,
+        "on SIGTERM, how long requests in flight may finish",
     )
     serve.add_argument(
         "--allowed-host",
@@ -92,40 +84,35 @@ def register(commands: Commands) -> None:
         help="a host name clients may address the server by, besides the bound address, "
         "localhost and any IP address (others are refused: DNS rebinding); repeatable",
     )
-    serve.add_argument(
+    limit(
         "--store-timeout-seconds",
-        type=float_between(0.1, 3600),
-        default=10.0,
-        metavar="S",
-        help="deadline of one request's store and model calls, retries included (default: 10)",
+        float_between(0.1, 3600),
+        10.0,
+        "deadline of one request's store and model calls, retries included",
     )
-    serve.add_argument(
+    limit(
         "--max-connections",
-        type=int_between(1, 1_000_000),
-        default=1000,
-        metavar="N",
-        help="open connections at most, lowered to fit ulimit -n (default: 1000)",
+        int_between(1, 1_000_000),
+        1000,
+        "open connections at most, lowered to fit ulimit -n",
     )
-    serve.add_argument(
+    limit(
         "--idle-seconds",
-        type=float_between(0.1, 3600),
-        default=5.0,
-        metavar="S",
-        help="close a connection idle this long before or between requests (default: 5)",
+        float_between(0.1, 3600),
+        5.0,
+        "close a connection idle this long before or between requests",
     )
-    serve.add_argument(
+    limit(
         "--header-seconds",
-        type=float_between(0.1, 3600),
-        default=10.0,
-        metavar="S",
-        help="answer 408 to a request whose headers take longer to arrive (default: 10)",
+        float_between(0.1, 3600),
+        10.0,
+        "answer 408 to a request whose headers take longer to arrive",
     )
-    serve.add_argument(
+    limit(
         "--body-seconds",
-        type=float_between(0.1, 3600),
-        default=30.0,
-        metavar="S",
-        help="answer 408 to a request whose body takes longer to arrive (default: 30)",
+        float_between(0.1, 3600),
+        30.0,
+        "answer 408 to a request whose body takes longer to arrive",
     )
     serve.add_argument("--no-access-log", action="store_true", help="no log line per request")
     serve.add_argument(
@@ -138,6 +125,20 @@ def register(commands: Commands) -> None:
         action="store_true",
         help='once listening, print {"serving": {"url", "mcp", "openapi", "knowledge_bases"}} '
         "on stdout instead of the line on stderr (HTTP only)",
+    )
+
+
+def _add_limit(
+    serve: argparse.ArgumentParser,
+    flag: str,
+    kind: Callable[[str], float],
+    default: float,
+    text: str,
+) -> None:
+    """One of the server's limits: a count (N) or seconds (S), its default in its help."""
+    metavar = "S" if flag.endswith("-seconds") else "N"
+    serve.add_argument(
+        flag, type=kind, default=default, metavar=metavar, help=f"{text} (default: {default:g})"
     )
 
 
