@@ -606,7 +606,8 @@ class QdrantStore(VectorStoreBase):
         # Every chunk's two key fields, then chunk 0s alone, by id: a re-run's
         # state read copies little per chunk, and local mode (which scans
         # every point in Python for a filtered scroll) scans once. It still
-        # holds every point in memory: see the README, "Re-runs in CI".
+        # holds every point in memory: see docs/concepts.md, "What `plan` and
+        # `verify` read, and parse timeouts".
         models = self._models()
         keys: list[tuple[str, int]] = []
         first_ids = []
