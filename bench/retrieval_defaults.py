@@ -32,6 +32,7 @@ import os
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,31 +149,35 @@ def measure(name: str, folder: Path, work: Path, configs: dict[str, dict[str, ob
     return result
 
 
-def table(results: dict[str, dict], metric: str) -> str:
-    """One metric: each configuration's value, its difference from dense and the p-value."""
-    names = list(results)
+def _grid(
+    results: dict[str, dict], names: list[str], corner: str, cell: Callable[[dict, dict, str], str]
+) -> str:
+    """A markdown table: a row per configuration, a column per collection; ``cell(row,
+    dense, label)`` writes one (``row`` is None where the configuration was not measured)."""
     labels = list(dict.fromkeys(label for r in results.values() for label in r["configs"]))
-    lines = [
-        "| configuration | " + " | ".join(names) + " |",
-        "|---" * (len(names) + 1) + "|",
-    ]
+    lines = [f"| {corner} | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for label in labels:
         cells = []
         for name in names:
-            row = results[name]["configs"].get(label)
-            dense = results[name]["configs"]["dense"]
-            if row is None:
-                cells.append("—")
-            elif label == "dense":
-                cells.append(f"{row[metric]:.4f}")
-            else:
-                p = row[f"p_{metric}"]
-                mark = "**" if p < 0.05 else ""
-                shown = "p < 0.001" if p < 0.001 else f"p {p:.3f}"
-                diff = row[metric] - dense[metric]
-                cells.append(f"{row[metric]:.4f} ({mark}{diff:+.3f}{mark}, {shown})")
+            configs = results[name]["configs"]
+            row = configs.get(label)
+            cells.append("—" if row is None else cell(row, configs["dense"], label))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def table(results: dict[str, dict], metric: str) -> str:
+    """One metric: each configuration's value, its difference from dense and the p-value."""
+
+    def cell(row: dict, dense: dict, label: str) -> str:
+        if label == "dense":
+            return f"{row[metric]:.4f}"
+        p = row[f"p_{metric}"]
+        mark = "**" if p < 0.05 else ""
+        shown = "p < 0.001" if p < 0.001 else f"p {p:.3f}"
+        return f"{row[metric]:.4f} ({mark}{row[metric] - dense[metric]:+.3f}{mark}, {shown})"
+
+    return _grid(results, list(results), "configuration", cell)
 
 
 def tables(results: dict[str, dict]) -> str:
@@ -181,6 +186,23 @@ def tables(results: dict[str, dict]) -> str:
         f"nDCG@10 (queries: {queries})\n\n{table(results, 'ndcg')}\n\n"
         f"MAP (uncut)\n\n{table(results, 'map_uncut')}"
     )
+
+
+def summary(results: dict[str, dict]) -> str:
+    """The README's table: each configuration's nDCG@10 and MAP against dense, in one cell
+    per collection (bold: p < 0.05, eval's paired randomisation test)."""
+
+    def cell(row: dict, dense: dict, label: str) -> str:
+        if label == "dense":
+            return f"{row['ndcg']:.3f} / {row['map_uncut']:.3f}"
+        parts = []
+        for metric in ("ndcg", "map_uncut"):
+            mark = "**" if row[f"p_{metric}"] < 0.05 else ""
+            parts.append(f"{mark}{row[metric] - dense[metric]:+.3f}{mark}")
+        return " / ".join(parts)
+
+    names = [name for name in COLLECTIONS if name in results]
+    return _grid(results, names, "nDCG@10 / MAP", cell)
 
 
 def main() -> None:
@@ -194,6 +216,9 @@ def main() -> None:
         "--merge", type=Path, nargs="*", default=[], help="fold these results files into --out"
     )
     parser.add_argument("--table", action="store_true", help="only print --out's table")
+    parser.add_argument(
+        "--summary", action="store_true", help="only print --out's one-table summary (README)"
+    )
     args = parser.parse_args()
     configs = configurations(args.sets.split(","))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
@@ -206,6 +231,9 @@ def main() -> None:
                 "configs": {**previous.get("configs", {}), **fresh["configs"]},
             }
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if args.summary:
+        print(summary(results))
+        return
     if args.table or args.merge:
         print(tables(results))
         return
