@@ -1,6 +1,6 @@
 """Retrieval modes on several judged collections, through `ragflow-config run` and `eval`.
 
-    python bench/collections.py                  # builds bench/collections/*/docs first
+    python bench/fetch_collections.py                  # builds bench/collections/*/docs first
     python bench/retrieval_defaults.py [--collections med,cacm,...] [--sets base,group,prf]
         [--work /tmp/ragflow-defaults] [--med ../shared/data/ir/med]
 
@@ -121,7 +121,8 @@ def measure(name: str, folder: Path, work: Path, configs: dict[str, dict[str, ob
     work.mkdir(parents=True, exist_ok=True)
     store = work / "qdrant"
     files = {}
-    for label, retrieval in {"index": {"mode": "hybrid"}, **configs}.items():
+    index: dict[str, dict[str, object]] = {"index": {"mode": "hybrid"}}
+    for label, retrieval in (index | configs).items():
         files[label] = work / (re.sub(r"[^a-z0-9.]+", "_", label) + ".yaml")
         files[label].write_text(pipeline(name, folder, store, retrieval), encoding="utf-8")
     wall, cpu = time.perf_counter(), cpu_children()
@@ -240,7 +241,7 @@ def main() -> None:
     for name in args.collections.split(","):
         folder = args.med if name == "med" else ROOT / "bench/collections" / name
         if not (folder / "docs").is_dir():
-            raise SystemExit(f"{folder}/docs is missing: run python bench/collections.py first")
+            raise SystemExit(f"{folder}/docs is missing: run python bench/fetch_collections.py first")
         fresh = measure(name, folder.resolve(), args.work / name, configs)
         previous = results.get(name, {}).get("configs", {})
         results[name] = {**fresh, "configs": {**previous, **fresh["configs"]}}

@@ -1,6 +1,6 @@
 """Build the judged test collections of bench/collections/ from fetched git copies.
 
-    python bench/collections.py [NAME ...] [--git-dir NAME=PATH ...] [--out DIR]
+    python bench/fetch_collections.py [NAME ...] [--git-dir NAME=PATH ...] [--out DIR]
 
 Each collection is converted into MED's layout (``../shared/data/ir/med``):
 ``docs/<id>.txt`` (one file a document), ``topics`` (``<qid>\\t<query>``, the
