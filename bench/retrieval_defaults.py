@@ -241,7 +241,9 @@ def main() -> None:
     for name in args.collections.split(","):
         folder = args.med if name == "med" else ROOT / "bench/collections" / name
         if not (folder / "docs").is_dir():
-            raise SystemExit(f"{folder}/docs is missing: run python bench/fetch_collections.py first")
+            raise SystemExit(
+                f"{folder}/docs is missing: run python bench/fetch_collections.py first"
+            )
         fresh = measure(name, folder.resolve(), args.work / name, configs)
         previous = results.get(name, {}).get("configs", {})
         results[name] = {**fresh, "configs": {**previous, **fresh["configs"]}}
