@@ -11,9 +11,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator, ValidationError
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
@@ -21,9 +20,13 @@ from .._errors import ConfigError, ConfigIssue, defined, format_path
 from .._extras import install_line, missing
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
+from ._schema_errors import schema_errors
 from ._sources import allowed_root, has_files, pattern_problem, source_escape
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
+
+if TYPE_CHECKING:  # imported by schema_errors, for an invalid file only
+    from jsonschema import ValidationError
 
 # The sections of named blocks, and the kind of block each holds.
 _SECTIONS: dict[str, Kind] = {
@@ -76,11 +79,10 @@ def check_file(
     schema = pipeline_schema(
         registry.only((kind, _mapping(block).get("type")) for _, kind, block in _blocks(data))
     )
-    validator = Draft202012Validator(schema)
     reported = {issue.path for issue in issues}  # e.g. an unset ${VAR}: say it once
     issues += _deduplicate(
         issue
-        for error in validator.iter_errors(data)
+        for error in schema_errors(schema, data)
         for issue in _schema_issues(error, schema, locations, registry)
         if issue.path not in reported
     )

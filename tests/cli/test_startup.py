@@ -47,6 +47,7 @@ NOT_FOR_VALIDATE = [
     "ragflow_config.model",
     "ragflow_config.tool",
     "ragflow_config.middleware._rag.tool",
+    "jsonschema",  # a valid file is told so by jsonschema_rs
     "pydantic_settings",
     "dashscope",
     "qdrant_client",
