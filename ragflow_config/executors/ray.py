@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
@@ -122,6 +123,9 @@ class RayTasks(StartedExecutor):
             parameters.embedding_cpus is not None or parameters.embedding_gpus > 0
         )
         self._embedding_batch_size = parameters.embedding_batch_size
+        # Each model of the embedding stage, put in the object store once, under a key
+        # by which a worker process keeps the copy it loaded (``_embed_in_task``).
+        self._stage_models: dict[int, tuple[EmbeddingModelBase, str, Any]] = {}
         self._embed_task = ray.remote(_embed_in_task).options(
             num_cpus=parameters.embedding_cpus or 0,
             num_gpus=parameters.embedding_gpus,
@@ -213,8 +217,12 @@ class RayTasks(StartedExecutor):
             return chunks, None
         texts = [chunk.content for chunk in chunks if model.can_embed(chunk.content)]
         size = self._embedding_batch_size
+        if id(model) not in self._stage_models:
+            self._stage_models[id(model)] = (model, uuid.uuid4().hex, self._ray.put(model))
+        _, key, stored = self._stage_models[id(model)]
         refs = [
-            self._embed_task.remote(model, texts[i : i + size]) for i in range(0, len(texts), size)
+            self._embed_task.remote(key, stored, texts[i : i + size])
+            for i in range(0, len(texts), size)
         ]
         try:
             batches: list[EmbeddingResponse] = await asyncio.gather(
@@ -237,5 +245,21 @@ def _prepare_in_task(requests: list[Request]) -> list[Outcome]:
     return [outcome(request) for request in requests]
 
 
-def _embed_in_task(model: EmbeddingModelBase, texts: Sequence[EmbeddingInput]) -> EmbeddingResponse:
-    return asyncio.run(model(texts))
+#: The embedding stage's models this Ray worker process has loaded, by their run's key,
+#: oldest first. A worker runs many tasks, and loading a model (MiniLM's tokenizer and
+#: ONNX session) costs more CPU than embedding a batch: each task would load its copy.
+_loaded_models: dict[str, EmbeddingModelBase] = {}
+#: Models kept per worker: a run's embedding models, not every run's a long-lived cluster saw.
+_LOADED_MODELS_KEPT = 2
+
+
+def _embed_in_task(
+    key: str, model: EmbeddingModelBase, texts: Sequence[EmbeddingInput]
+) -> EmbeddingResponse:
+    """``texts`` embedded by the copy of ``model`` this worker loaded first under ``key``."""
+    loaded = _loaded_models.get(key)
+    if loaded is None:
+        while len(_loaded_models) >= _LOADED_MODELS_KEPT:
+            del _loaded_models[next(iter(_loaded_models))]
+        loaded = _loaded_models[key] = model
+    return asyncio.run(loaded(texts))

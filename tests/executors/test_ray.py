@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import textwrap
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -148,11 +149,16 @@ async def test_the_embedding_stage_embeds_in_ray_tasks_what_the_driver_would(
     assert not ray_report.failed and CountingMiniLM.batches_in_this_process == 0
     on_local, on_cluster = await contents(local), await contents(on_ray)
     assert_same(on_local, on_cluster)
-    batches = [line.split() for line in log.read_text(encoding="utf-8").splitlines()]
+    lines = [line.split() for line in log.read_text(encoding="utf-8").splitlines()]
+    batches = [(pid, int(size)) for pid, size in lines if size != "load"]
     # Batches of embedding_batch_size texts, in Ray workers, covering every chunk once.
-    assert max(int(size) for _, size in batches) == 3
-    assert sum(int(size) for _, size in batches) == len(on_cluster)
+    assert max(size for _, size in batches) == 3
+    assert sum(size for _, size in batches) == len(on_cluster)
     assert str(os.getpid()) not in {pid for pid, _ in batches}
+    # Each worker loads the model once, however many of the batches it embeds.
+    loads = Counter(pid for pid, what in lines if what == "load")
+    assert len(batches) > len(loads) and set(loads.values()) == {1}
+    assert set(loads) == {pid for pid, _ in batches}
 
 
 def test_shards_on_ray_then_prune_equal_one_full_local_run(tmp_path: Path) -> None:
