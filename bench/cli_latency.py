@@ -12,12 +12,14 @@ Cases: ``python -c pass`` (the interpreter's own start-up, the floor), ``--versi
 model on the sample corpus (959 chunks in a local Qdrant folder, built once before the
 rounds), and ``import qdrant_client`` alone: the store client's own cost, which a
 search on Qdrant cannot avoid. ``--baseline REV`` extracts REV with ``git archive``
-and runs its code through ``PYTHONPATH`` (ahead of the editable install).
+and runs its code through ``PYTHONPATH`` (ahead of the editable install). Both trees
+are byte-compiled before the rounds, so neither pays for compiling its modules.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import resource
 import statistics
@@ -72,6 +74,11 @@ def measure(
     """``{(tree, case): [(wall, cpu), ...]}``, one pair per round."""
     folder = Path(tempfile.mkdtemp(prefix="ragflow-cli-"))
     argvs = cases(folder)
+    # Every tree byte-compiled first: under PYTHONDONTWRITEBYTECODE (set on these machines) a
+    # tree without current .pyc files is compiled again at every start, which no installed
+    # copy does; the baseline's fresh `git archive` was, and so was any file just edited here.
+    for source in [REPO, *(Path(tree) for tree in trees.values() if tree is not None)]:
+        compileall.compile_dir(source / "ragflow_config", quiet=1)
     plain = dict(os.environ)
     subprocess.run(  # the search case's store, built once with this tree's code
         [
