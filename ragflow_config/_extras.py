@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import importlib
 import importlib.util
+import sys
 from collections.abc import Mapping
 from types import ModuleType
 
 from ._errors import MissingExtraError
+from ._gc import collector_paused
 
 
 def require(module: str, extra: str) -> ModuleType:
@@ -18,19 +19,18 @@ def require(module: str, extra: str) -> ModuleType:
     makes thousands of objects that all live on (``qdrant_client`` builds 343
     Pydantic models), so the passes it triggers meanwhile, each longer than the
     last, find nothing to free: they were about 0.1 CPU-s of a 1.3-1.5 CPU-s
-    `search` on Qdrant local. Another thread's collections pause too, for as long.
+    `search` on Qdrant local.
     """
-    collecting = gc.isenabled()
-    gc.disable()
+    imported = sys.modules.get(module)
+    if imported is not None:  # the usual call, in a parse or a search: no pause to pay for
+        return imported
     try:
-        return importlib.import_module(module)
+        with collector_paused():
+            return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(
             f"{module!r} is not installed; install it with: {install_line({extra})}"
         ) from exc
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def missing(requires: Mapping[str, str]) -> dict[str, str]:

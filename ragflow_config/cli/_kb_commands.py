@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._gc import collector_paused
 from ._arguments import JoinedQuery, score_threshold, top_k
 from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, plural, print_error, print_json
 from ._parser import Commands
@@ -126,6 +127,9 @@ def _load(args: argparse.Namespace) -> Pipeline:
     return Pipeline.load(args.file)
 
 
+# One search, then the process exits: what it makes (the store client's modules, Qdrant
+# local's points) lives until then, so the collector's passes would free next to nothing.
+@collector_paused()
 def _search(args: argparse.Namespace) -> int:
     pipeline = _load(args)
     try:

@@ -8,6 +8,9 @@ fresh interpreter holds after the command, not by time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
 import json
 import subprocess
 import sys
@@ -136,10 +139,11 @@ def test_an_invalid_file_still_lists_every_registered_type() -> None:
     assert "ragflow_config.rag._parsers.pdf" in modules
 
 
-def test_search_imports_its_store_and_model_and_no_reranker(tmp_path: Path) -> None:
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "apples.md").write_text("Apples are red or green.\n", encoding="utf-8")
-    pipeline = tmp_path / "pipeline.yaml"
+def built(folder: Path) -> Path:
+    """SEARCH_PIPELINE in ``folder``, run once."""
+    (folder / "docs").mkdir()
+    (folder / "docs" / "apples.md").write_text("Apples are red or green.\n", encoding="utf-8")
+    pipeline = folder / "pipeline.yaml"
     pipeline.write_text(SEARCH_PIPELINE, encoding="utf-8")
     subprocess.run(
         [sys.executable, "-m", "ragflow_config.cli", "run", "-q", str(pipeline), "--workers", "0"],
@@ -148,7 +152,36 @@ def test_search_imports_its_store_and_model_and_no_reranker(tmp_path: Path) -> N
         timeout=120,
         check=True,
     )
+    return pipeline
+
+
+def test_search_imports_its_store_and_model_and_no_reranker(tmp_path: Path) -> None:
+    pipeline = built(tmp_path)
     code, modules = imported_by("search", str(pipeline), "notes", "apples")
     assert code == 0
     assert heavy(modules, NOT_FOR_SEARCH) == []
     assert "qdrant_client" in modules  # it did open the store
+
+
+def test_a_search_runs_no_garbage_collection_and_leaves_the_collector_on(tmp_path: Path) -> None:
+    """A one-shot search keeps what it makes until it exits: the collector's passes would
+    free next to nothing, each over the store client's objects."""
+    from ragflow_config.cli._main import build_parser
+
+    pipeline = built(tmp_path)
+    args = build_parser().parse_args(["search", str(pipeline), "notes", "apples"])
+    passes: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            code = args.handler(args)
+    finally:
+        gc.callbacks.remove(count)
+    assert code == 0 and "apples.md" in out.getvalue()
+    assert passes == []
+    assert gc.isenabled()
