@@ -3,6 +3,7 @@
     python bench/ray_executor.py                 # 2,000 files, 3 repetitions (about 5 min on 2 cores)
     python bench/ray_executor.py --files 200 --reps 1
     python bench/ray_executor.py --nodes 1 2         # `ray start` clusters of 1 and 2 nodes
+    python bench/ray_executor.py --model minilm --files 100 [--baseline REV]
 
 Each case is `ragflow-config run` of the same pipeline into a fresh Qdrant
 store on tmpfs, in a fresh process, once with `execution: {type: local}` and
@@ -49,7 +50,7 @@ version: 1
 vector_stores:
   local: {{type: qdrant, parameters: {{path: {store}}}}}
 embeddings:
-  model: {{type: hashing}}
+  model: {{type: {model}}}
 knowledge_bases:
   - name: bench
     sources: [{{path: {corpus}, allow_outside: true}}]
@@ -140,17 +141,28 @@ class _ClusterCPU(threading.Thread):
 
 
 def run_case(
-    case: str, corpus: Path, stores: Path, cluster: Cluster | None = None
+    case: str,
+    corpus: Path,
+    stores: Path,
+    cluster: Cluster | None = None,
+    *,
+    model: str = "hashing",
+    env: dict[str, str] | None = None,
 ) -> dict[str, float]:
     folder = stores / case
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     pipeline = folder / "pipeline.yaml"
     execution = "{type: local}" if case == "local" else "{type: ray}"
+    parameters: dict[str, object] = {}
+    if case != "local" and model == "minilm":
+        parameters["embedding_cpus"] = 1
     if cluster is not None and case != "local":
-        execution = f"{{type: ray, parameters: {{address: '{cluster.address}'}}}}"
+        parameters["address"] = cluster.address
+    if parameters:  # JSON is YAML
+        execution = json.dumps({"type": "ray", "parameters": parameters})
     pipeline.write_text(
-        PIPELINE.format(store=folder / "store", corpus=corpus, execution=execution),
+        PIPELINE.format(store=folder / "store", corpus=corpus, execution=execution, model=model),
         encoding="utf-8",
     )
     cluster_cpu = _ClusterCPU(cluster) if cluster is not None else None
@@ -159,7 +171,11 @@ def run_case(
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
         process = subprocess.Popen(
-            [str(RAGFLOW), "run", str(pipeline), "--json"], stdout=out, stderr=err, text=True
+            [str(RAGFLOW), "run", str(pipeline), "--json"],
+            stdout=out,
+            stderr=err,
+            text=True,
+            env=env,
         )
         sampler = _PeakSampler(process.pid)
         sampler.start()
@@ -196,7 +212,29 @@ def main() -> None:
     parser.add_argument(
         "--nodes", type=int, nargs="*", help="`ray start` clusters of these many one-CPU nodes"
     )
+    parser.add_argument(
+        "--model",
+        choices=["hashing", "minilm"],
+        default="hashing",
+        help="minilm: Ray embeds in its embedding stage (embedding_cpus: 1), local in the driver",
+    )
+    parser.add_argument(
+        "--baseline",
+        help="run this commit's code instead (git archive into a temp dir, ahead on PYTHONPATH, "
+        "which Ray's workers inherit)",
+    )
     args = parser.parse_args()
+    env = None
+    if args.baseline:
+        tree = Path(tempfile.mkdtemp(prefix="ray-bench-baseline-"))
+        archive = subprocess.run(
+            ["git", "archive", args.baseline, "ragflow_config"],
+            cwd=HERE.parent,
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        env = {**os.environ, "PYTHONPATH": str(tree)}
     corpus = args.corpora / f"corpus-{args.files}-x1"
     counts = make_corpus(corpus, args.files)
     load = os.getloadavg()
@@ -208,7 +246,9 @@ def main() -> None:
             if case.startswith("ray-"):
                 cluster = Cluster(int(case[4:]), Path(tempfile.mkdtemp(prefix="ray-bench-")))
             try:
-                runs[case].append(run_case(case, corpus, args.stores, cluster))
+                runs[case].append(
+                    run_case(case, corpus, args.stores, cluster, model=args.model, env=env)
+                )
             finally:
                 if cluster is not None:
                     cluster.stop()
