@@ -45,12 +45,13 @@ MODES: dict[str, dict[str, object]] = {
         "mode": "hybrid",
         "fusion": {"method": "rrf", "k": 60, "dense_weight": 1.0, "lexical_weight": 1.0},
     },
-    "hybrid weighted": {
+    "hybrid weighted 1/1": {
         "mode": "hybrid",
         "fusion": {"method": "weighted", "dense_weight": 1.0, "lexical_weight": 1.0},
     },
 }
-# Weights chosen on MED earlier (bench/README, issue 22): measured here as they are, not tuned.
+# Weights chosen on MED earlier (bench/README, issue 22), measured here as they were, not
+# tuned; the default fusion since these measurements.
 WEIGHTS: dict[str, dict[str, object]] = {
     "hybrid weighted 0.7/0.3": {
         "mode": "hybrid",
@@ -155,7 +156,10 @@ def _grid(
 ) -> str:
     """A markdown table: a row per configuration, a column per collection; ``cell(row,
     dense, label)`` writes one (``row`` is None where the configuration was not measured)."""
-    labels = list(dict.fromkeys(label for r in results.values() for label in r["configs"]))
+    measured = {label for r in results.values() for label in r["configs"]}
+    # The sets' order (base, weights, group, prf), then anything an older run measured.
+    known = configurations(["base", "weights", "group", "prf"])
+    labels = [label for label in known if label in measured] + sorted(measured - set(known))
     lines = [f"| {corner} | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     for label in labels:
         cells = []
