@@ -210,15 +210,23 @@ class ParserProcesses(StartedExecutor):
             ]  # callers that gave up
             if not group:
                 continue
+            executor = self._executor
+            try:
+                task = asyncio.get_running_loop().run_in_executor(
+                    executor,
+                    _prepare_many,
+                    [waiting.request for waiting in group],
+                    self._parse_timeout,
+                )
+            except concurrent.futures.process.BrokenProcessPool:
+                # A process died and the loop has not settled its task yet: the pool
+                # refuses work at once. These files never ran; new processes take them
+                # (lost here, their callers would wait for ever).
+                self._waiting.extendleft(reversed(group))
+                self._replace(executor)
+                continue
             self._suspect_running = group[0].suspect
             self._tasks += 1
-            executor = self._executor
-            task = asyncio.get_running_loop().run_in_executor(
-                executor,
-                _prepare_many,
-                [waiting.request for waiting in group],
-                self._parse_timeout,
-            )
             task.add_done_callback(
                 functools.partial(self._settle, executor, group, time.monotonic())
             )
@@ -255,10 +263,7 @@ class ParserProcesses(StartedExecutor):
         of the broken tasks runs again, alone, as a suspect. A suspect's
         process that died after its time limit had passed was ended by it.
         """
-        if executor is self._executor:
-            logger.warning("a parser process died; starting new ones")
-            self._executor = self._new_executor()
-            executor.shutdown(wait=False, cancel_futures=True)
+        self._replace(executor)
         for waiting in reversed(group):
             if waiting.suspect:
                 reason = (
@@ -270,6 +275,13 @@ class ParserProcesses(StartedExecutor):
                 waiting.future.set_exception(ParserError(waiting.request[4], reason))
             else:
                 self._waiting.appendleft(Waiting(waiting.request, waiting.future, suspect=True))
+
+    def _replace(self, executor: concurrent.futures.Executor) -> None:
+        """New processes for a pool that broke, once however many of its tasks report it."""
+        if executor is self._executor:
+            logger.warning("a parser process died; starting new ones")
+            self._executor = self._new_executor()
+            executor.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
         self._executor.shutdown(cancel_futures=True)

@@ -603,6 +603,38 @@ async def test_a_file_that_kills_its_parser_process_fails_alone_and_the_run_goes
     assert "a parser process died; starting new ones" in caplog.text
 
 
+async def test_files_sent_after_a_process_died_and_before_its_task_settled_run_again(
+    tmp_path: Path,
+) -> None:
+    # A process dies; until the event loop settles its task, the pool is broken and
+    # refuses new work at once. Files sent in that window (as another task's
+    # completion sends the next ones) must go to new processes, not be lost: lost,
+    # their callers would wait for ever (a run seen hanging under load).
+    pipeline = Pipeline.load(make_project(tmp_path, broken=False))
+    async with pipeline.build() as built:
+        plan = built.indexing["docs"]
+        chunker, model = plan.chunker, plan.knowledge_base.embedding_model
+        processes = ParserProcesses(1, [plan])
+        try:
+            await processes.prepare(TextParser(), chunker, model, b"warm", "a.txt")
+            assert await started(processes)
+            broken = processes._executor
+            [worker] = broken._processes.values()
+            os.kill(worker.pid, signal.SIGKILL)
+            for _ in range(500):  # the pool's own thread marks it broken
+                if broken._broken:
+                    break
+                await asyncio.sleep(0.01)
+            assert broken._broken
+            prepared = await asyncio.wait_for(
+                processes.prepare(TextParser(), chunker, model, b"sent meanwhile", "b.txt"), 60
+            )
+        finally:
+            processes.shutdown()
+    assert [c.content.text for c in prepared[0]] == ["sent meanwhile"]
+    assert processes._executor is not broken
+
+
 def test_a_report_as_json_gives_its_seconds_to_the_millisecond() -> None:
     # What `run --json` prints: a duration to read, not float noise; built here, not timed.
     report = RunReport([], seconds=12.34567, dry_run=False)
