@@ -39,10 +39,11 @@ def checked_top_k(value: object, *, name: str = "top_k") -> int:
 
 
 # A query must hold one character that is not blank, as a regular expression
-# says it for the HTTP API's JSON Schema. Python's str.isspace(), JSON Schema's
-# (ECMAScript's) \s and pydantic's (Rust's) \s disagree on U+001C-U+001F and
-# U+FEFF; both are blank here, so the schema, the server and the CLI agree.
-NOT_BLANK = r"[^\s\x1c-\x1f\ufeff]"
+# says it for the HTTP API's JSON Schema. Python's \s (str.isspace()), JSON
+# Schema's (ECMAScript's) \s and pydantic's (Rust's) \s disagree on U+001C-U+001F,
+# U+0085 and U+FEFF; all are blank here, so the schema, the server and the CLI
+# agree (tests/core/test_search_input.py checks every code point).
+NOT_BLANK = r"[^\s\x1c-\x1f\x85\ufeff]"
 _NOT_BLANK = re.compile(NOT_BLANK)
 
 
