@@ -54,7 +54,7 @@ class Bm25Settings(_Settings):
 class FusionSettings(_Settings):
     """How a hybrid search combines its dense and lexical rankings."""
 
-    # `weighted` at 0.7 dense / 0.3 lexical: of the configurations measured on five judged
+    # `weighted` at 0.7 dense / 0.3 lexical: of the fusions measured on five judged
     # collections (docs/retrieval-evidence.md), the only one that beat dense on nDCG@10 on
     # every one (significantly on three) and lost significantly on none. Equal weights gain
     # more on three of them but lose on MED; `rrf` lost MAP on MED significantly.
