@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _collector import collector_passes
 
 REPO = Path(__file__).parents[2]
 
@@ -170,18 +171,8 @@ def test_a_search_runs_no_garbage_collection_and_leaves_the_collector_on(tmp_pat
 
     pipeline = built(tmp_path)
     args = build_parser().parse_args(["search", str(pipeline), "notes", "apples"])
-    passes: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            passes.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()) as out:
-            code = args.handler(args)
-    finally:
-        gc.callbacks.remove(count)
+    with collector_passes() as passes, contextlib.redirect_stdout(io.StringIO()) as out:
+        code = args.handler(args)
     assert code == 0 and "apples.md" in out.getvalue()
     assert passes == []
     assert gc.isenabled()

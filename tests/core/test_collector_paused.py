@@ -11,6 +11,7 @@ import gc
 from collections.abc import Iterator
 
 import pytest
+from _collector import collector_passes
 
 from ragflow_config._gc import collector_paused
 
@@ -28,19 +29,9 @@ def oldest(thing: object) -> bool:
 
 
 def test_no_pass_runs_inside_and_the_collector_runs_after() -> None:
-    passes: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            passes.append(info["generation"])
-
-    gc.callbacks.append(count)
-    try:
-        with collector_paused():
-            made = [[index] for index in range(50_000)]  # 70 young passes' worth of objects
-            assert not gc.isenabled()
-    finally:
-        gc.callbacks.remove(count)
+    with collector_passes() as passes, collector_paused():
+        made = [[index] for index in range(50_000)]  # 70 young passes' worth of objects
+        assert not gc.isenabled()
     assert passes == []
     assert gc.isenabled()
     assert oldest(made[0]) and oldest(made)
