@@ -90,9 +90,13 @@ async def test_lite_inserts_new_ids_and_upserts_stored_ones_without_duplicates(
             monkeypatch.setattr(store.client, name, counted(name))
 
         async def rows() -> int:
-            # Strong: a count at the default consistency may miss what was just written.
-            [count] = await store.client.query(
-                "kb", filter="", output_fields=["count(*)"], consistency_level="Strong"
+            # Through the store's own request path, which waits until the last insert's rows
+            # are in the server's past (LiteClock: read at once, a count found 0 of 2 in a
+            # fresh-clone CI run), and at Strong consistency, as the store's reads are.
+            [count] = await store._call(
+                lambda client: client.query(
+                    "kb", filter="", output_fields=["count(*)"], consistency_level="Strong"
+                )
             )
             return int(count["count(*)"])
 
