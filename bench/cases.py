@@ -94,19 +94,21 @@ def corpus_files(corpus: Path) -> list[tuple[Path, str]]:
 
 
 STORE_BLOCKS = {
-    "qdrant": "    type: qdrant\n    parameters: {{path: {store}}}",
+    "qdrant": "    type: qdrant\n    parameters: {{path: {store}, local_snapshot: {snapshot}}}",
     # The server's DSN comes from $PGVECTOR_DSN, as a pipeline's secrets do.
     "pgvector": "    type: pgvector",
     "milvus": "    type: milvus_lite\n    parameters: {{uri: {store}}}",  # Milvus Lite: a .db file
 }
 
 
-def pipeline_file(corpus: Path, store: Path, model: str, backend: str = "qdrant") -> Path:
+def pipeline_file(
+    corpus: Path, store: Path, model: str, backend: str = "qdrant", snapshot: bool = True
+) -> Path:
     path = store.parent / "pipeline.yaml"
     include = ", ".join(f'"**/*{suffix}"' for suffix in SUFFIXES)
     path.write_text(
         PIPELINE.format(
-            store_block=STORE_BLOCKS[backend].format(store=store),
+            store_block=STORE_BLOCKS[backend].format(store=store, snapshot=str(snapshot).lower()),
             model=model,
             corpus=corpus,
             include=include,
@@ -121,7 +123,9 @@ def pipeline_file(corpus: Path, store: Path, model: str, backend: str = "qdrant"
 async def ours(args: argparse.Namespace) -> dict[str, Any]:
     import qdrant_client  # noqa: F401  (imported before the clock, as the other cases do)
 
-    path = pipeline_file(args.corpus, args.store, args.model, args.backend)
+    path = pipeline_file(
+        args.corpus, args.store, args.model, args.backend, args.local_snapshot == "on"
+    )
     started = time.perf_counter()
     report = await Pipeline.load(path).run(options=RunOptions(workers=args.workers))
     seconds = time.perf_counter() - started
@@ -277,6 +281,12 @@ def main() -> None:
         choices=sorted(STORE_BLOCKS),
         default="qdrant",
         help="ours: the pipeline's store (pgvector: the server at $PGVECTOR_DSN)",
+    )
+    parser.add_argument(
+        "--local-snapshot",
+        choices=["on", "off"],
+        default="on",
+        help="ours on Qdrant local: the store's local_snapshot (the folder's kept answers)",
     )
     parser.add_argument("--model", choices=["hashing", "minilm"], default="hashing")
     parser.add_argument("--queries", type=int, default=300)

@@ -264,6 +264,8 @@ class KnowledgeService:
         while not self._stopping.is_set():
             try:
                 async with self._pipeline.build(self._names) as built:
+                    for kb in built.knowledge_bases.values():
+                        await kb.vector_store.preload()
                     self._use(built)
                     self._finish_attempt()
                     await self._stopping.wait()

@@ -121,7 +121,8 @@ def test_a_local_qdrant_store_another_client_holds_fails_naming_serve(
     output_of(capsys)
 
     async def held() -> tuple[int, list[str]]:
-        async with QdrantStore(path=str(tmp_path / "store")):  # as a running `serve` holds it
+        async with QdrantStore(path=str(tmp_path / "store")) as store:
+            await store.preload()  # as a running `serve` holds it
             return await asyncio.to_thread(check_env, capsys, file)
 
     code, lines = asyncio.run(held())
@@ -135,7 +136,8 @@ def test_a_local_qdrant_store_another_client_holds_fails_naming_serve(
 async def check_qdrant_refusal(path: Path) -> None:
     from ragflow_config._errors import VectorStoreError
 
-    async with QdrantStore(path=str(path)):
+    async with QdrantStore(path=str(path)) as store:
+        await store.preload()
         with pytest.raises(VectorStoreError, match=r"ragflow-config serve`; stop it"):
             async with QdrantStore(path=str(path)):
                 pass

@@ -32,7 +32,7 @@ class KillingQdrantStore(QdrantStore):
         limit = int(os.environ["RAGFLOW_TEST_KILL_AT"])
         writes = 0
         for name in ("upsert", "delete"):
-            original = getattr(self._client, name)
+            original = getattr(self.client, name)  # opens the folder
 
             async def counted(*args, _original=original, **kwargs):
                 nonlocal writes
@@ -41,7 +41,7 @@ class KillingQdrantStore(QdrantStore):
                     os.kill(os.getpid(), signal.SIGKILL)
                 return await _original(*args, **kwargs)
 
-            setattr(self._client, name, counted)
+            setattr(self.client, name, counted)
         return self
 '''
 

@@ -18,6 +18,10 @@ import pytest
 from _postgres import restartable_postgres_server
 from embedding_http._server import EmbeddingServer
 
+from ragflow_config.pipeline import Pipeline
+from ragflow_config.rag._stores import _local_snapshot
+from ragflow_config.server import KnowledgeService
+
 from ._serving import CORPUS, ServerProcess, index, write_pipeline
 
 DSN_ENV = "RAGFLOW_TEST_SERVE_DSN"
@@ -277,3 +281,15 @@ async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
             if server.poll() is None:
                 server.kill()
             server.wait()
+
+
+async def test_a_server_holds_its_local_folder_once_built(indexed: Path) -> None:
+    """The run that indexed the folder left its snapshot there, which would let a store
+    answer without opening the folder; a server opens it once built all the same, so it
+    holds what it serves and a writer started beside it is refused, naming `serve`."""
+    folder = indexed.parent / "store"
+    assert _local_snapshot.read(folder) is not None
+    async with KnowledgeService(Pipeline.load(indexed)) as service:
+        await service.readiness()
+        with _local_snapshot.engine_lock(folder) as free:
+            assert not free

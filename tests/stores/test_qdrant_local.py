@@ -52,7 +52,7 @@ async def test_turning_the_log_off_returns_an_existing_file_to_a_rollback_journa
 async def test_opening_a_folder_says_how_many_points_it_loaded_and_what_avoids_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Local mode reads every point of every collection on opening, for one search too
+    """Local mode reads every point of every collection on opening, for a search
     (issue 40): the log says how many and how long, and above a threshold, warns with the
     stores that read only what a query needs."""
     await write_and_count(tmp_path)  # 3 points in "kb"
@@ -62,16 +62,16 @@ async def test_opening_a_folder_says_how_many_points_it_loaded_and_what_avoids_i
             "other", [make_record("d", i, [1.0, 0.0, 0.0, float(i)]) for i in range(2)]
         )
     with caplog.at_level(logging.INFO, logger="ragflow_config.stores"):
-        async with QdrantStore(path=str(tmp_path)):
-            pass
+        async with QdrantStore(path=str(tmp_path)) as store:
+            await store.search("kb", [1.0, 0.0, 0.0, 1.0])  # not in the folder's snapshot
     [loaded] = [r.getMessage() for r in caplog.records if "loaded" in r.getMessage()]
     assert loaded.startswith(f"QdrantStore({tmp_path}): loaded 5 points of 2 collection(s) in ")
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
     caplog.clear()
     monkeypatch.setattr(qdrant, "_SLOW_LOCAL_OPEN_SECONDS", 0.0)  # every open is "slow"
-    async with QdrantStore(path=str(tmp_path)):
-        pass
+    async with QdrantStore(path=str(tmp_path)) as store:
+        await store.search("kb", [1.0, 0.0, 0.0, 1.0])
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "read all 5 points of its 2 collection(s) into memory" in warning
     assert (

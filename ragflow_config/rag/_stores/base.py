@@ -235,6 +235,11 @@ class VectorStoreBase(Component):
             client, self._client = self._client, None
             await client.close()
 
+    async def preload(self) -> None:
+        """Do now what the store would do at its first request: a server calls it once
+        built, so that it holds what it serves and its first query pays for nothing more.
+        Most stores connect when entered and have nothing to do."""
+
     async def probe(self) -> str:
         """Whether the store can be used, found out without writing anything, on a store
         that is not entered: its server answers, or its local file or folder can be opened
