@@ -65,8 +65,12 @@ def read(folder: Path) -> tuple[str, dict[str, Any]] | None:
     return (digest, answers) if isinstance(answers, dict) else None
 
 
-def write(folder: Path, answers: dict[str, Any]) -> None:
-    """Keep ``answers`` in ``folder`` under the digest of its files as they are now.
+def write(
+    folder: Path, answers: dict[str, Any], earlier: tuple[str, dict[str, Any]] | None = None
+) -> None:
+    """Keep ``answers`` in ``folder`` under the digest of its files as they are now,
+    with the ``earlier`` snapshot's answers (as ``read`` gave them) if the files'
+    digest is still that snapshot's: nothing was written since.
 
     Skipped when another process has opened the folder since (its writes would
     not be in the answers): the snapshot is then the older one, which its digest
@@ -76,9 +80,10 @@ def write(folder: Path, answers: dict[str, Any]) -> None:
         with engine_lock(folder) as held:
             digest = folder_digest(folder) if held else None
             if digest is not None:
-                _replace(
-                    folder / FILE_NAME, {"format": _FORMAT, "digest": digest, "answers": answers}
-                )
+                if earlier is not None and earlier[0] == digest:
+                    answers = {**earlier[1], **answers}
+                content = {"format": _FORMAT, "digest": digest, "answers": answers}
+                _replace(folder / FILE_NAME, content)
     except OSError as exc:  # a full disk, say: the next process opens the folder instead
         logger.debug("%s: snapshot not kept (%s)", folder, exc)
 

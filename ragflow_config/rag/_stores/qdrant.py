@@ -311,7 +311,8 @@ class QdrantStore(VectorStoreBase):
     async def _keep_snapshot(self) -> None:
         """Ask the folder this process's questions again, close it, and keep the
         answers as its snapshot (``_local_snapshot``), unless the snapshot it was
-        entered with holds them already and nothing was written."""
+        entered with holds them already and nothing was written. (Should a write go
+        unnoticed here, that snapshot no longer matches the files: it is not read.)"""
         entered = self._entered_with
         if entered is not None and not self._wrote and self._asked.keys() <= entered[1].keys():
             return
@@ -334,9 +335,7 @@ class QdrantStore(VectorStoreBase):
             logger.debug("%s: no snapshot kept (%s)", self.store_name, exc)
             return
         await self._close_client()
-        if entered is not None and not self._wrote:
-            answers = {**entered[1], **answers}
-        _local_snapshot.write(Path(str(self.parameters.path)), answers)
+        _local_snapshot.write(Path(str(self.parameters.path)), answers, entered)
 
     async def _remembered(
         self,
