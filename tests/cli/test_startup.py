@@ -164,6 +164,19 @@ def test_search_imports_its_store_and_model_and_no_reranker(tmp_path: Path) -> N
     assert "qdrant_client" in modules  # it did open the store
 
 
+def test_an_unchanged_run_on_a_local_folder_does_not_import_its_client(tmp_path: Path) -> None:
+    """The run before kept the folder's snapshot: nothing to write, nothing to load."""
+    pipeline = built(tmp_path)
+    code, modules = imported_by("run", "-q", str(pipeline), "--workers", "0")
+    assert code == 0
+    assert "ragflow_config.pipeline._run" in modules  # it did run
+    assert "qdrant_client" not in modules
+    (tmp_path / "docs" / "pears.md").write_text("Pears are green.\n", encoding="utf-8")
+    code, modules = imported_by("run", "-q", str(pipeline), "--workers", "0")
+    assert code == 0
+    assert "qdrant_client" in modules  # a new file: written, so the folder opened
+
+
 def test_a_search_runs_no_garbage_collection_and_leaves_the_collector_on(tmp_path: Path) -> None:
     """A one-shot search keeps what it makes until it exits: the collector's passes would
     free next to nothing, each over the store client's objects."""
