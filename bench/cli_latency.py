@@ -10,8 +10,9 @@ CPU is the user + system time of the finished process (``RUSAGE_CHILDREN``).
 Cases: ``python -c pass`` (the interpreter's own start-up, the floor), ``--version``,
 ``validate pipelines/local.yaml`` (the pre-commit hook), ``search`` with the hashing
 model on the sample corpus (959 chunks in a local Qdrant folder, built once before the
-rounds), and ``import qdrant_client`` alone: the store client's own cost, which a
-search on Qdrant cannot avoid. ``--baseline REV`` extracts REV with ``git archive``
+rounds), ``run`` with nothing to do on that corpus (each tree on a store it built
+itself, so each re-runs on its own state), and ``import qdrant_client`` alone: the
+store client's own cost, which a search on Qdrant cannot avoid. ``--baseline REV`` extracts REV with ``git archive``
 and runs its code through ``PYTHONPATH`` (ahead of the editable install). Both trees
 are byte-compiled before the rounds, so neither pays for compiling its modules.
 """
@@ -31,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY = "How do I read a file line by line?"
+UNCHANGED_RUN = "run, unchanged (hashing, 959 chunks)"
 
 
 def _pipeline(folder: Path) -> Path:
@@ -41,6 +43,7 @@ def _pipeline(folder: Path) -> Path:
     text = text.replace(
         'exclude: ["SOURCES.md"]', 'exclude: ["SOURCES.md"]\n        allow_outside: true'
     )
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "local-hashing.yaml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -94,19 +97,26 @@ def measure(
         env=plain,
         capture_output=True,
     )
-    runs = [(tree, name) for tree in trees for name in argvs]
+    environments = {tree: _environment(plain, source) for tree, source in trees.items()}
+    commands = {(tree, name): argv for tree in trees for name, argv in argvs.items()}
+    for number, tree in enumerate(trees):
+        unchanged = _pipeline(folder / f"run-{number}")
+        run = [sys.executable, "-m", "ragflow_config.cli", "run", "-q", str(unchanged)]
+        subprocess.run(run, cwd=folder, check=True, env=environments[tree], capture_output=True)
+        commands[tree, UNCHANGED_RUN] = [*run, "--workers", "0"]
+    runs = list(commands)
     results: dict[tuple[str, str], list[tuple[float, float]]] = {run: [] for run in runs}
     for round_ in range(rounds):
         shift = round_ % len(runs)
         for tree, name in runs[shift:] + runs[:shift]:
-            env = dict(plain)
-            source = trees[tree]
-            if source is not None:
-                env["PYTHONPATH"] = source
             # Run from the scratch folder: `python -m` puts the working directory first
             # on sys.path, ahead of PYTHONPATH.
-            results[tree, name].append(_once(argvs[name], env, folder))
+            results[tree, name].append(_once(commands[tree, name], environments[tree], folder))
     return results
+
+
+def _environment(plain: dict[str, str], source: str | None) -> dict[str, str]:
+    return plain if source is None else {**plain, "PYTHONPATH": source}
 
 
 def report(
