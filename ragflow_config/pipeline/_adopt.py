@@ -79,10 +79,13 @@ def find_foreign(
     kb_name: str, documents: Iterable[DocumentSummary], files: list[SourceFile]
 ) -> list[Foreign]:
     """The documents without run state, each with the source file it matches, if one."""
+    stateless = [s for s in documents if not _state(s)]
+    if not stateless:  # every document written by a run: the usual case, decided at once
+        return []
     # A document under a run's own id without state is that run's, its write
     # interrupted before chunk 0 (the run repairs it), not someone else's.
     own_ids = {document_id(kb_name, file.source.path, file.relative) for file in files}
-    unowned = [s for s in documents if not _state(s) and s.document_id not in own_ids]
+    unowned = [s for s in stateless if s.document_id not in own_ids]
     if not unowned:
         return []
     names = Counter(PurePosixPath(file.relative).name for file in files)

@@ -59,8 +59,14 @@ class SourceFile:
 
 def document_id(kb_name: str, source_path: str, relative: str) -> str:
     """The same file is the same document across runs and machines."""
-    key = f"{kb_name}\0{Path(source_path).as_posix().rstrip('/')}\0{relative}"
+    key = f"{kb_name}\0{_source_key(source_path)}\0{relative}"
     return uuid.uuid5(_NAMESPACE, key).hex
+
+
+@lru_cache(maxsize=256)
+def _source_key(source_path: str) -> str:
+    # Once per source, not once per file: a run asks for thousands of ids.
+    return Path(source_path).as_posix().rstrip("/")
 
 
 def content_hash(data: bytes) -> str:
