@@ -165,20 +165,15 @@ class Sampler(threading.Thread):
                 self.tree_pss_at = time.perf_counter() - self.started_at
 
 
+def case_arguments(case: str, store: Path) -> list[str]:
+    """``cases.py``'s arguments for ``case`` on the 8,000-file corpus, into ``store``."""
+    return [*CASES[case], "--corpus", str(CORPUS), "--store", str(store), "--model", "hashing"]
+
+
 def measure_one(case: str) -> dict[str, Any]:
     store = store_of(case)
     shutil.rmtree(store.parent, ignore_errors=True)
-    command = [
-        sys.executable,
-        str(HERE / "cases.py"),
-        *CASES[case],
-        "--corpus",
-        str(CORPUS),
-        "--store",
-        str(store),
-        "--model",
-        "hashing",
-    ]
+    command = [sys.executable, str(HERE / "cases.py"), *case_arguments(case, store)]
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     sampler = Sampler(process.pid)
@@ -297,16 +292,7 @@ def trace(args: argparse.Namespace) -> None:
     ensure_corpus()
     store = store_of(args.case + "-trace")
     shutil.rmtree(store.parent, ignore_errors=True)
-    sys.argv = [
-        "cases.py",
-        *CASES[args.case],
-        "--corpus",
-        str(CORPUS),
-        "--store",
-        str(store),
-        "--model",
-        "hashing",
-    ]
+    sys.argv = ["cases.py", *case_arguments(args.case, store)]
     import cases
     import numpy
     from qdrant_client.local import async_qdrant_local, local_collection
