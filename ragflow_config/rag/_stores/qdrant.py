@@ -147,11 +147,11 @@ class QdrantStore(VectorStoreBase):
 
             credential = QdrantCredential(api_key=SecretStr(api_key))
         self._credential = credential
-        # A local folder's snapshot (``_local_snapshot``): the answers it holds and
-        # their digest, while they are given in place of the folder's...
-        self._kept: dict[str, Any] | None = None
-        self._kept_digest: str | None = None
+        # A local folder's snapshot (``_local_snapshot``) as the store was entered with
+        # it: its digest and answers, and those answers while they are given in place
+        # of the folder's (until it opens)...
         self._entered_with: tuple[str, dict[str, Any]] | None = None
+        self._kept: dict[str, Any] | None = None
         # ...and the questions asked since the store was entered, each with how to
         # ask the folder again and the answer's JSON form.
         self._asked: dict[str, tuple[Callable[[], Awaitable[Any]], Callable[[Any], Any]]] = {}
@@ -176,7 +176,7 @@ class QdrantStore(VectorStoreBase):
             if kept is not None:
                 # The folder opens when a question is not in the snapshot, or for a write.
                 self._entered_with = kept
-                self._kept_digest, self._kept = kept
+                self._kept = kept[1]
                 return self
         self._open()
         return self
@@ -187,13 +187,13 @@ class QdrantStore(VectorStoreBase):
 
     @property
     def client(self) -> Any:
-        if self._client is None and self._kept is not None:
+        if self._kept is not None:  # entered on the snapshot, not opened yet
             self._open()
         return super().client
 
     async def preload(self) -> None:
         # A folder entered on its snapshot opens now: loaded, and locked against writers.
-        if self._client is None and self._kept is not None:
+        if self._kept is not None:
             self._open()
 
     def _open(self) -> None:
@@ -224,11 +224,11 @@ class QdrantStore(VectorStoreBase):
             if p.path is not None and "already accessed" in str(exc):
                 raise in_use(self.store_name, Path(p.path)) from exc
             raise VectorStoreError(self.store_name, str(exc)) from exc
-        if self._kept is not None:
+        if self._kept is not None and self._entered_with is not None:
             # Answers given from the snapshot decided what this process does next:
             # they must still be the folder's now that it holds the engine's lock.
             self._kept = None
-            if _local_snapshot.folder_digest(Path(str(p.path))) != self._kept_digest:
+            if _local_snapshot.folder_digest(Path(str(p.path))) != self._entered_with[0]:
                 raise VectorStoreError(
                     self.store_name,
                     f"{p.path} changed while this process was reading it (another process "
@@ -808,7 +808,7 @@ class QdrantStore(VectorStoreBase):
         Local mode holds every point in Python; its scroll deep-copies each payload
         and checks the filter point by point (0.43 s for 18,000 points, against 0.03 s
         here). ``matches_filter`` is the filter's reference semantics, which
-        ``_filter`` gives the engine (tests/stores/test_qdrant.py compares the two).
+        ``_filter`` gives the engine (tests/stores/test_qdrant_snapshot.py compares the two).
         """
         if self.parameters.url is not None:
             return None
