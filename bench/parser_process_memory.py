@@ -33,16 +33,9 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _processes import role, rollup  # noqa: E402
 from cases import CHUNK_SIZE, OVERLAP  # noqa: E402
 from make_corpus import make_corpus  # noqa: E402
-
-MB = 1024  # smaps_rollup is in kB
-
-
-def rollup(pid: int | str) -> dict[str, int]:
-    with open(f"/proc/{pid}/smaps_rollup") as file:
-        fields = (line.split() for line in file)
-        return {f[0].rstrip(":"): int(f[1]) for f in fields if len(f) >= 2 and f[1].isdigit()}
 
 
 def tree(corpus: Path) -> None:
@@ -54,9 +47,9 @@ def tree(corpus: Path) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    first: dict[int, dict[str, int]] = {}
-    last: dict[int, dict[str, int]] = {}
-    peak: dict[int, int] = collections.defaultdict(int)
+    first: dict[str, dict[str, float]] = {}
+    last: dict[str, dict[str, float]] = {}
+    peak: dict[str, float] = collections.defaultdict(float)
     roles: dict[int, str] = {}
     parent = psutil.Process(process.pid)
     while process.poll() is None:
@@ -66,36 +59,26 @@ def tree(corpus: Path) -> None:
             break
         for child in children:
             try:
+                name = role(child, parent.pid, roles)
                 now = rollup(child.pid)
-                if child.pid not in roles:
-                    line = " ".join(child.cmdline())
-                    roles[child.pid] = "resource tracker" if "resource_tracker" in line else ""
             except (OSError, psutil.NoSuchProcess):
                 continue
-            first.setdefault(child.pid, now)
-            last[child.pid] = now
-            peak[child.pid] = max(peak[child.pid], now["Private_Dirty"])
+            first.setdefault(name, now)
+            last[name] = now
+            peak[name] = max(peak[name], now["uss"])
         time.sleep(0.05)
     shutil.rmtree(store.parent, ignore_errors=True)
-    # The fork server is the first child that is not the tracker; workers come after.
-    order = sorted(first)
-    servers = [pid for pid in order if not roles[pid]]
-    for pid in servers[:1]:
-        roles[pid] = "fork server"
-    for number, pid in enumerate(servers[1:], 1):
-        roles[pid] = f"worker {number}"
     print(
-        "| process | first seen: private dirty / PSS / shared MB "
-        "| at the end: private dirty / PSS / shared MB | peak private dirty MB |"
+        "| process | first seen: private / PSS / shared MB "
+        "| at the end: private / PSS / shared MB | peak private MB |"
     )
     print("| --- | --- | --- | ---: |")
-    for pid in order:
 
-        def cell(values: dict[str, int]) -> str:
-            shared = values.get("Shared_Clean", 0) + values.get("Shared_Dirty", 0)
-            return f"{values['Private_Dirty'] // MB} / {values['Pss'] // MB} / {shared // MB}"
+    def cell(memory: dict[str, float]) -> str:
+        return f"{memory['uss']:.0f} / {memory['pss']:.0f} / {memory['rss'] - memory['uss']:.0f}"
 
-        print(f"| {roles[pid]} | {cell(first[pid])} | {cell(last[pid])} | {peak[pid] // MB} |")
+    for name in first:
+        print(f"| {name} | {cell(first[name])} | {cell(last[name])} | {peak[name]:.0f} |")
 
 
 def simulate(corpus: Path) -> None:
@@ -121,7 +104,7 @@ def simulate(corpus: Path) -> None:
     )
     model = HashingEmbeddingModel()
     files = sorted(path for path in corpus.rglob("*") if path.suffix in parsers)[::2]
-    print(f"{len(files)} files; private dirty before: {rollup('self')['Private_Dirty'] // MB} MB")
+    print(f"{len(files)} files; private before: {rollup()['uss']:.0f} MB")
     tracemalloc.start()
     for start in range(0, len(files), 8):
         requests = [
@@ -132,12 +115,12 @@ def simulate(corpus: Path) -> None:
         if start % 200 == 0:
             traced = tracemalloc.get_traced_memory()[0] / 2**20
             print(
-                f"after {start + len(requests)} files: private dirty "
-                f"{rollup('self')['Private_Dirty'] // MB} MB, traced live {traced:.1f} MB"
+                f"after {start + len(requests)} files: private {rollup()['uss']:.0f} MB, "
+                f"traced live {traced:.1f} MB"
             )
     current, highest = (value / 2**20 for value in tracemalloc.get_traced_memory())
     print(f"at the end: traced live {current:.1f} MB, traced peak {highest:.1f} MB")
-    print(f"private dirty (tracemalloc's own included): {rollup('self')['Private_Dirty'] // MB} MB")
+    print(f"private (tracemalloc's own included): {rollup()['uss']:.0f} MB")
     print("live allocations by file:")
     for stat in tracemalloc.take_snapshot().statistics("filename")[:6]:
         print(f"  {stat.traceback[0].filename}: {stat.size / 2**20:.1f} MB in {stat.count} blocks")
