@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from ._stores.mongodb import MongoDBStore
     from ._stores.pgvector import PgVectorStore
     from ._stores.qdrant import QdrantStore
+    from ._stores.qdrant_edge import QdrantEdgeStore
 
 # Every class imported on first use: a pipeline file's check needs the retrieval
 # settings, not the knowledge base or the stores, and a store's class should not
@@ -83,6 +84,7 @@ __getattr__ = lazy_exports(
         "PPTParser": "._parsers.pptx",
         "ParserBase": "._parsers.base",
         "PgVectorStore": "._stores.pgvector",
+        "QdrantEdgeStore": "._stores.qdrant_edge",
         "QdrantStore": "._stores.qdrant",
         "RecordsParser": "._parsers.records",
         "RecursiveChunker": "._chunkers.recursive",
@@ -127,6 +129,7 @@ __all__ = [
     "ParserError",
     "ParserFileNotFoundError",
     "PgVectorStore",
+    "QdrantEdgeStore",
     "QdrantStore",
     "RecordsParser",
     "RecursiveChunker",

@@ -35,6 +35,7 @@ SEARCH_FILTER_KEYS = [
 STORE_KINDS = [
     "qdrant-memory",
     "qdrant-path",
+    "qdrant-edge",
     "milvus-lite",
     "milvus-server",
     "pgvector",
@@ -92,6 +93,10 @@ def _case(request: pytest.FixtureRequest, directory: Path) -> StoreCase:
         return StoreCase(kind, QdrantStore, {"location": ":memory:"}, False, False)
     if kind == "qdrant-path":
         return StoreCase(kind, QdrantStore, {"path": str(directory / "qdrant")}, True, False)
+    if kind == "qdrant-edge":
+        from ragflow_config.rag import QdrantEdgeStore
+
+        return StoreCase(kind, QdrantEdgeStore, {"path": str(directory / "edge")}, True, False)
     if kind == "milvus-lite":
         pytest.importorskip("milvus_lite", reason="milvus-lite is not installed (extra: milvus)")
         from ragflow_config.rag import MilvusLiteStore

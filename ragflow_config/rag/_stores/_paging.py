@@ -44,6 +44,20 @@ async def summarize_keys(
         counts[document_id] = counts.get(document_id, 0) + 1
         if chunk_index < lowest.get(document_id, chunk_index + 1):
             lowest[document_id] = chunk_index
+    return await summarize(store, collection, counts, lowest, heads, metadata_filter)
+
+
+async def summarize(
+    store: VectorStoreBase,
+    collection: str,
+    counts: dict[str, int],
+    lowest: dict[str, int],
+    heads: dict[str, dict[str, Any]],
+    metadata_filter: dict[str, Any] | None,
+) -> list[DocumentSummary]:
+    """One summary per document of ``counts`` (its chunk count), from the chunk JSON of
+    its chunk 0 (``heads``) or, where ``lowest`` says it has none, of its lowest-indexed
+    chunk, read alone; a store whose engine counts chunks itself starts here."""
     summaries = []
     for document_id, count in counts.items():
         if lowest[document_id] == 0:
