@@ -2,8 +2,8 @@
 
 A ``*.dist-info`` with an entry point, on ``PYTHONPATH``: the run under test
 finds the plugin the way it finds any store, and nothing in the project
-knows it is being tested. ``install_killing_stores`` wraps the three embedded
-stores (Qdrant local, Milvus Lite, pgvector) in one ``killing(base)`` class
+knows it is being tested. ``install_killing_stores`` wraps the four embedded
+stores (Qdrant Edge, Qdrant local, Milvus Lite, pgvector) in one ``killing(base)`` class
 factory, for tests that kill the same way on each of them.
 """
 
@@ -20,6 +20,7 @@ __all__ = ["KILLING_STORES", "install_killing_stores", "install_plugin", "run_ki
 
 # store type: (its class, its parameters in a pipeline file; {folder} is a folder of its own)
 _EMBEDDED = {
+    "qdrant_edge": ("QdrantEdgeStore", "path: {folder}/edge"),
     "qdrant": ("QdrantStore", "path: {folder}/qdrant"),
     "milvus_lite": ("MilvusLiteStore", "uri: {folder}/milvus.db"),
     "pgvector": ("PgVectorStore", ""),
@@ -32,7 +33,7 @@ import os
 import signal
 from pathlib import Path
 
-from ragflow_config.rag import MilvusLiteStore, PgVectorStore, QdrantStore
+from ragflow_config.rag import MilvusLiteStore, PgVectorStore, QdrantEdgeStore, QdrantStore
 
 """
 

@@ -13,7 +13,7 @@ from ._parser import Commands
 DEFAULT_OUTPUT = Path("ragflow.yaml")
 # The names `pipeline._init` knows (STORES, MODELS), spelt here so that building the
 # parser imports no pipeline code; tests/init checks that they agree.
-STORE_CHOICES = ("qdrant", "milvus-lite", "pgvector")
+STORE_CHOICES = ("qdrant-edge", "qdrant", "milvus-lite", "pgvector")
 MODEL_CHOICES = ("minilm", "openai", "ollama", "hashing")
 
 
@@ -34,9 +34,10 @@ def register(commands: Commands) -> None:
     init.add_argument(
         "--store",
         choices=STORE_CHOICES,
-        default="qdrant",
-        help="where the vectors go: Qdrant on local disk (default), a Milvus Lite file, or "
-        "PostgreSQL + pgvector (its DSN from PGVECTOR_DSN)",
+        default="qdrant-edge",
+        help="where the vectors go: Qdrant Edge on local disk (default), Qdrant's local "
+        "folder (small collections), a Milvus Lite file, or PostgreSQL + pgvector (its DSN "
+        "from PGVECTOR_DSN)",
     )
     init.add_argument(
         "--model",

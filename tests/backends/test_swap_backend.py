@@ -41,7 +41,8 @@ knowledge_bases:
 """
 
 BACKENDS = {
-    "qdrant": "local.yaml",
+    "qdrant_edge": "local.yaml",
+    "qdrant": "qdrant.yaml",
     "milvus_lite": "milvus-lite.yaml",
     "pgvector": "pgvector.yaml",
     "elasticsearch": "elasticsearch.yaml",
@@ -64,8 +65,8 @@ def relocated(
 ) -> dict[str, Any]:
     """The example's block, with its data pointed at this test's own place."""
     parameters = dict(block.get("parameters") or {})
-    if backend == "qdrant":
-        parameters["path"] = str(tmp_path / "qdrant")
+    if backend in ("qdrant", "qdrant_edge"):
+        parameters["path"] = str(tmp_path / backend)
     elif backend == "milvus_lite":
         parameters["uri"] = str(tmp_path / "milvus.db")
     elif backend == "pgvector":

@@ -128,7 +128,7 @@ def test_validate_imports_the_types_its_file_names_and_nothing_else() -> None:
     assert code == 0
     assert heavy(modules, NOT_FOR_VALIDATE) == []
     # The file's own types are what it was checked against.
-    assert "ragflow_config.rag._stores.qdrant" in modules
+    assert "ragflow_config.rag._stores.qdrant_edge.store" in modules
     assert "ragflow_config.embedding._minilm" in modules
     assert "ragflow_config.middleware._rag.middleware" in modules
 

@@ -174,7 +174,7 @@ def test_the_parsers_the_ocr_and_the_extras_follow_the_files(
         "# yaml-language-server: $schema=.ragflow/schemas/pipeline.schema.json\n"
     )
     assert (project / ".ragflow/schemas/pipeline.schema.json").is_file()
-    assert f"#   {install_line({'documents', 'minilm', 'ocr', 'qdrant', 'rag'})}\n" in text
+    assert f"#   {install_line({'documents', 'minilm', 'ocr', 'qdrant-edge', 'rag'})}\n" in text
     assert "    # evaluation:\n    #   queries: queries.yaml" in text
 
     # Without scans or images, no OCR: its extra is the heaviest.
@@ -184,7 +184,7 @@ def test_the_parsers_the_ocr_and_the_extras_follow_the_files(
     text = (project / "b.yaml").read_text()
     [kb] = yaml.safe_load(text)["knowledge_bases"]
     assert {"type": "pdf"} in kb["parsers"] and "ocr:" not in text
-    assert f"#   {install_line({'documents', 'minilm', 'qdrant', 'rag'})}\n" in text
+    assert f"#   {install_line({'documents', 'minilm', 'qdrant-edge', 'rag'})}\n" in text
 
 
 def test_plain_text_gets_the_recursive_chunker_and_no_parser_it_does_not_need(

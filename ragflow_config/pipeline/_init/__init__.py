@@ -55,7 +55,7 @@ class Written:
 
 
 def write_pipeline(
-    folder: Path, output: Path, store: Store = "qdrant", model: Model = "minilm"
+    folder: Path, output: Path, store: Store = "qdrant-edge", model: Model = "minilm"
 ) -> Written:
     """Survey ``folder`` and write a pipeline file for it at ``output``, which must not exist."""
     if not folder.is_dir():

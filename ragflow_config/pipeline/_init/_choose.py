@@ -11,9 +11,9 @@ from ..._component import Component
 from .._registry import Kind, Registry
 from ._survey import FolderSurvey
 
-Store = Literal["qdrant", "milvus-lite", "pgvector"]
+Store = Literal["qdrant-edge", "qdrant", "milvus-lite", "pgvector"]
 Model = Literal["minilm", "openai", "ollama", "hashing"]
-STORES: tuple[Store, ...] = ("qdrant", "milvus-lite", "pgvector")
+STORES: tuple[Store, ...] = ("qdrant-edge", "qdrant", "milvus-lite", "pgvector")
 MODELS: tuple[Model, ...] = ("minilm", "openai", "ollama", "hashing")
 
 IMAGE_PARSER, PDF_PARSER = "image", "pdf"
@@ -86,6 +86,11 @@ MODEL_CHOICES: dict[Model, ModelChoice] = {
 }
 
 STORE_BLOCKS: dict[Store, Block] = {
+    "qdrant-edge": Block(
+        "qdrant_edge",
+        {"path": ".ragflow/edge"},
+        "Qdrant Edge on local disk, relative to this file; no server",
+    ),
     "qdrant": Block(
         "qdrant", {"path": ".ragflow/qdrant"}, "on local disk, relative to this file; no server"
     ),

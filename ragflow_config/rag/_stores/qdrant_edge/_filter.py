@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy
-
 from ..base import Scalar, flatten_filter
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -62,6 +60,8 @@ def _condition(edge: Any, key: str, value: Scalar) -> Any:
     if isinstance(value, bool):
         # qdrant-edge-py 0.9 reads a Python bool as the integer 1 or 0 (it is an int), and
         # would match the number; numpy's bool is no int, and arrives as a boolean.
+        import numpy  # here: validating a pipeline file imports this module, not numpy
+
         return edge.FieldCondition(key=key, match=edge.MatchValue(numpy.bool_(value)))
     if isinstance(value, float) or (type(value) is int and abs(value) <= 2**53):
         return edge.FieldCondition(key=key, range=edge.RangeFloat(gte=value, lte=value))
