@@ -8,6 +8,7 @@ once left all but the run itself running, and the pool's semaphores in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -75,6 +76,18 @@ def _grandchildren(tree: dict[int, str], root: int) -> set[int]:
     return {pid for pid in tree if (stat := _stat(pid)) is not None and stat[0] != root}
 
 
+def _end_what_is_left(run: subprocess.Popen[bytes], tree: dict[int, str]) -> None:
+    """After a failure, the run and its processes, but for the resource tracker: it exits
+    once they have, and unlinks their semaphores (killed, it would leave them)."""
+    run.kill()
+    run.wait()
+    for pid, started in tree.items():
+        with contextlib.suppress(OSError):  # gone meanwhile
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if _running(pid, started) and b"resource_tracker" not in command:
+                os.kill(pid, signal.SIGKILL)
+
+
 def _running(pid: int, started: str) -> bool:
     stat = _stat(pid)
     return stat is not None and stat[2] == started and stat[1] != "Z"
@@ -99,30 +112,37 @@ def test_a_signal_stops_the_run_s_whole_tree_and_a_re_run_finishes(
             start_new_session=True,
         )
     tree: dict[int, str] = {}
-    semaphores: set[str] = set()
-    deadline = time.monotonic() + 300
-    # Under way: files written, and a parser process forked (a grandchild of the run).
-    while log.read_text().count("docs: add ") < 20 or not _grandchildren(tree, run.pid):
-        assert run.poll() is None, f"the run ended before the signal:\n{log.read_text()[-2000:]}"
-        assert time.monotonic() < deadline, "the parser processes never started"
+    try:
+        semaphores: set[str] = set()
+        deadline = time.monotonic() + 300
+        # Under way: files written, and a parser process forked (a grandchild of the run).
+        while log.read_text().count("docs: add ") < 20 or not _grandchildren(tree, run.pid):
+            assert run.poll() is None, (
+                f"the run ended before the signal:\n{log.read_text()[-2000:]}"
+            )
+            assert time.monotonic() < deadline, "the parser processes never started"
+            tree |= _descendants(run.pid)
+            semaphores |= _semaphores(run.pid)
+            time.sleep(0.05)
         tree |= _descendants(run.pid)
         semaphores |= _semaphores(run.pid)
-        time.sleep(0.05)
-    tree |= _descendants(run.pid)
-    semaphores |= _semaphores(run.pid)
-    assert len(tree) >= 3, tree  # the fork server, the resource tracker, a parser process
-    assert semaphores  # the pool's queues' locks
+        assert len(tree) >= 3, tree  # the fork server, the resource tracker, a parser process
+        assert semaphores  # the pool's queues' locks
 
-    os.kill(run.pid, stop)
-    assert run.wait(timeout=120) == status, log.read_text()[-2000:]
-    if last_line is not None:
-        assert re.fullmatch(last_line, log.read_text().splitlines()[-1]), log.read_text()[-2000:]
-    deadline = time.monotonic() + 60
-    while left := {pid for pid, started in tree.items() if _running(pid, started)}:
-        assert time.monotonic() < deadline, f"still running after the run: {left}"
-        time.sleep(0.1)
-    # Unlinked by the run (a stop it handled) or by the resource tracker as it exits.
-    assert not {name for name in semaphores if Path("/dev/shm", name).exists()}
+        os.kill(run.pid, stop)
+        assert run.wait(timeout=120) == status, log.read_text()[-2000:]
+        if last_line is not None:
+            assert re.fullmatch(last_line, log.read_text().splitlines()[-1]), log.read_text()[
+                -2000:
+            ]
+        deadline = time.monotonic() + 60
+        while left := {pid for pid, started in tree.items() if _running(pid, started)}:
+            assert time.monotonic() < deadline, f"still running after the run: {left}"
+            time.sleep(0.1)
+        # Unlinked by the run (a stop it handled) or by the resource tracker as it exits.
+        assert not {name for name in semaphores if Path("/dev/shm", name).exists()}
+    finally:
+        _end_what_is_left(run, tree)
 
     assert main(["run", str(pipeline), "--workers", "0", "-q"]) == 0
     assert main(["verify", str(pipeline), "-q"]) == 0  # every file indexed, in sync
