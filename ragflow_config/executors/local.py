@@ -14,12 +14,12 @@ the same way (a watchdog thread in the process, which needs no GIL, exits it),
 so a parser stuck in a C loop that never returns to Python is stopped too; run
 again alone, it fails with its time limit as the reason.
 
-The processes end with the run however it ends: its end (an error and a signal
-included) closes their lifeline, a pipe whose other end only this process holds,
-and each process exits when it reads its end of file. So does every process when
-this one is killed outright (SIGKILL, the OOM killer): then the fork server and
-multiprocessing's resource tracker, which live as long as a process holds their
-pipes, exit after them, and the tracker unlinks the pool's semaphores.
+The processes end with the run however it ends. An end it sees (an error, a
+signal it handles) shuts the pool down. Killed outright (SIGKILL, the OOM
+killer), it closes their lifeline, a pipe whose writing end only this process
+holds, and each process exits when it reads its end of file; the fork server
+and multiprocessing's resource tracker, which live as long as a process holds
+their pipes, exit after them, and the tracker unlinks the pool's semaphores.
 """
 
 from __future__ import annotations
@@ -302,12 +302,12 @@ class ParserProcesses(StartedExecutor):
             executor.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
-        """End the processes now, in the middle of a file too: a run that ends with files
-        in flight (an error, a signal) will not write them, and one that ends normally has
-        none. Waiting for them would hold a stopped run for up to a file's time limit."""
+        """The processes finish the tasks they are running, then end; so does any the pool
+        lost, when the lifeline closes. Ending them mid-task instead can cut a result in
+        the middle of the pipe, where the pool's reading thread then waits for ever."""
         self._closed = True
-        self._lifeline.close()
         self._executor.shutdown(cancel_futures=True)
+        self._lifeline.close()
         self._lifeline_end.close()
 
 
