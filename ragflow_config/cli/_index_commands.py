@@ -10,8 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._arguments import int_between
-from ._output import EXIT_FINDINGS, EXIT_OK, Interrupted, plural, print_json
+from ._output import (
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    Interrupted,
+    plural,
+    print_json,
+)
 from ._parser import Commands
+from ._signals import Terminated, run_until_terminated
 
 if TYPE_CHECKING:  # the handlers import them: the CLI starts without the pipeline
     from ..pipeline import Change, KnowledgeBaseReport, Pipeline, Rebuild, RunOptions, RunReport
@@ -311,10 +320,15 @@ def _run(args: argparse.Namespace) -> int:
     pipeline = Pipeline.load(args.file)
     progress = None if args.json or args.quiet else Progress(sys.stderr)
     try:
-        report = asyncio.run(pipeline.run(args.kb, _options(args, False, progress)))
-    except KeyboardInterrupt:
+        report = run_until_terminated(pipeline.run(args.kb, _options(args, False, progress)))
+    except (KeyboardInterrupt, Terminated) as stop:
         done = f"{plural(progress.done, 'file')} done" if progress else "stopped"
-        raise Interrupted(f"interrupted: {done}; run again to continue") from None
+        how, code = (
+            ("terminated", EXIT_TERMINATED)
+            if isinstance(stop, Terminated)
+            else ("interrupted", EXIT_INTERRUPTED)
+        )
+        raise Interrupted(f"{how}: {done}; run again to continue", code) from None
     finally:
         if progress:
             progress.close()

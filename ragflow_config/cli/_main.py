@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             print_error(str(exc), as_json)
         else:
             print(exc, file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return exc.exit_code
     except KeyboardInterrupt:
         if as_json:  # --json promises one document, an interruption included
             print_error("interrupted", as_json)

@@ -14,6 +14,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2  # argparse's own code for a bad command line; a bad pipeline file too
 EXIT_INTERRUPTED = 128 + 2  # the shell's code for SIGINT
+EXIT_TERMINATED = 128 + 15  # the shell's code for SIGTERM
 # A reader that closed the pipe (`... | head`): the shell's code for SIGPIPE.
 EXIT_CLOSED_PIPE = 128 + 13
 EXIT_ERROR = EXIT_FINDINGS  # the name before the contract; new code says which of 1 and 2
@@ -60,11 +61,23 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
         "Ctrl-C (SIGINT): the command stopped with one line saying where it was; "
         "`run` continues where it stopped when run again",
     ),
+    (
+        EXIT_TERMINATED,
+        "terminated",
+        "SIGTERM (`kill`, a service manager stopping it): `run` stops as on Ctrl-C, its "
+        "parser processes with it, says where it was and continues there when run again; "
+        "another command ends at once (SIGTERM's own action, which the shell shows as 143). "
+        "`serve` drains its requests instead and exits 0",
+    ),
 )
 
 
 class Interrupted(Exception):
-    """Ctrl-C: the command stops with one line saying where it was, not a traceback."""
+    """Ctrl-C or SIGTERM: the command stops with one line saying where it was, not a traceback."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class UsageError(RagflowError):

@@ -13,19 +13,29 @@ A file that parses for longer than ``parse_timeout_seconds`` ends its process
 the same way (a watchdog thread in the process, which needs no GIL, exits it),
 so a parser stuck in a C loop that never returns to Python is stopped too; run
 again alone, it fails with its time limit as the reason.
+
+The processes end with the run however it ends. An end it sees (an error, a
+signal it handles) shuts the pool down. Killed outright (SIGKILL, the OOM
+killer), it closes their lifeline, a pipe whose writing end only this process
+holds, and each process exits when it reads its end of file; the fork server
+and multiprocessing's resource tracker, which live as long as a process holds
+their pipes, exit after them, and the tracker unlinks the pool's semaphores.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import faulthandler
 import functools
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -108,6 +118,8 @@ class ParserProcesses(StartedExecutor):
                 [__name__, *sorted(components | libraries), f"{__package__}._frozen"]
             )
         self._context = context
+        self._lifeline_end, self._lifeline = context.Pipe(duplex=False)
+        self._closed = False
         self._workers = workers
         self._parse_timeout = parse_timeout
         # Enough to keep every process's two tasks full while the event loop
@@ -123,7 +135,10 @@ class ParserProcesses(StartedExecutor):
 
     def _new_executor(self) -> concurrent.futures.ProcessPoolExecutor:
         return concurrent.futures.ProcessPoolExecutor(
-            self._workers, mp_context=self._context, initializer=_start_worker
+            self._workers,
+            mp_context=self._context,
+            initializer=_start_worker,
+            initargs=(self._lifeline_end,),
         )
 
     def _start_in_background(self) -> None:
@@ -191,7 +206,7 @@ class ParserProcesses(StartedExecutor):
         suspect (a file in flight when a process died) runs alone, with
         nothing else in flight, so a crash it causes is pinned on it.
         """
-        while self._waiting and not self._suspect_running:
+        while self._waiting and not self._suspect_running and not self._closed:
             if self._waiting[0].suspect:
                 if self._tasks:
                     return  # wait until the pool is idle
@@ -277,14 +292,23 @@ class ParserProcesses(StartedExecutor):
                 self._waiting.appendleft(Waiting(waiting.request, waiting.future, suspect=True))
 
     def _replace(self, executor: concurrent.futures.Executor) -> None:
-        """New processes for a pool that broke, once however many of its tasks report it."""
-        if executor is self._executor:
+        """New processes for a pool that broke, once however many of its tasks report it.
+
+        None once the run has ended: its end broke the pool, and nothing waits for them.
+        """
+        if executor is self._executor and not self._closed:
             logger.warning("a parser process died; starting new ones")
             self._executor = self._new_executor()
             executor.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
+        """The processes finish the tasks they are running, then end; so does any the pool
+        lost, when the lifeline closes. Ending them mid-task instead can cut a result in
+        the middle of the pipe, where the pool's reading thread then waits for ever."""
+        self._closed = True
         self._executor.shutdown(cancel_futures=True)
+        self._lifeline.close()
+        self._lifeline_end.close()
 
 
 async def parse_and_chunk(
@@ -376,10 +400,23 @@ def _prepare_sync(request: Request) -> Prepared:
 _worker_loop: asyncio.AbstractEventLoop | None = None
 
 
-def _start_worker() -> None:
+def _start_worker(lifeline: multiprocessing.connection.Connection) -> None:
     """Parser processes give way to the event loop's store writes, the pipeline's serial
-    part, and answer their time limit's alarm (see ``_watch``)."""
+    part, answer their time limit's alarm (see ``_watch``) and end with the run's process
+    (see ``_exit_with_the_run``)."""
+    threading.Thread(target=_exit_with_the_run, args=(lifeline,), daemon=True).start()
     if hasattr(os, "nice"):
         os.nice(5)
     if _TIMER:  # chained to the default action, which ends the process
         faulthandler.register(signal.SIGALRM, chain=True)
+
+
+def _exit_with_the_run(lifeline: multiprocessing.connection.Connection) -> None:
+    """Exit when the run's process closes the lifeline or dies, whatever this process is doing.
+
+    Waiting for its task queue instead would never end: each worker holds both of
+    that pipe's ends, so its end of file never comes.
+    """
+    with contextlib.suppress(EOFError):
+        lifeline.recv_bytes()  # nothing is ever sent: this returns at end of file
+    os._exit(0)

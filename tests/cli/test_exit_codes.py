@@ -4,13 +4,14 @@ One table (``CASES``): each command against each outcome of the contract that
 applies to it: success 0; a finding 1 where the command has findings; a
 configuration error 2 (an invalid or missing pipeline file, an unknown
 knowledge base); a usage error 2 (argparse's, and those a command refuses
-itself); Ctrl-C 130. Then the `on_error: skip` scenario of issue 34: three
+itself); Ctrl-C 130; SIGTERM during `run` 143. Then the `on_error: skip` scenario of issue 34: three
 files that do not parse among good ones, on which `run`, `plan` and `verify`
 agree.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from ragflow_config.cli._output import (
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     EXIT_USAGE,
 )
 from ragflow_config.pipeline import Pipeline, _schema, _validate
@@ -327,7 +329,27 @@ def _interrupted(command: str) -> Setup:
 
 INTERRUPTED = [Case(c, "interrupted", _interrupted(c), EXIT_INTERRUPTED) for c in EVERY_COMMAND]
 
-CASES = [*SUCCESS, *FINDINGS, *CONFIG_ERRORS, *USAGE_ERRORS, *INTERRUPTED]
+
+async def _sigterm_while_running(*_: object, **__: object) -> Any:
+    signal.raise_signal(signal.SIGTERM)
+    await asyncio.sleep(60)  # cancelled by the signal long before
+
+
+def _terminated(project: Project, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """SIGTERM while `run` works: it stops as on Ctrl-C (tests/pipeline/test_stopped_run.py
+    sends it to a real run); other commands keep SIGTERM's own action."""
+    monkeypatch.setattr(Pipeline, "run", _sigterm_while_running)
+    return argv("run", project.file)
+
+
+CASES = [
+    *SUCCESS,
+    *FINDINGS,
+    *CONFIG_ERRORS,
+    *USAGE_ERRORS,
+    *INTERRUPTED,
+    Case("run", "terminated", _terminated, EXIT_TERMINATED),
+]
 
 
 @pytest.fixture
@@ -467,4 +489,4 @@ def test_a_plan_says_a_rebuild_would_not_be_switched_to_while_files_fail(
 
 def test_the_contract_names_each_code_once() -> None:
     codes = [exit_code for exit_code, _, _ in EXIT_CODES]
-    assert codes == [EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED]
+    assert codes == [EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED]
