@@ -39,6 +39,7 @@ from ..executors.local import parse_and_chunk
 from ..message import TextBlock
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, ParserBase
 from ..rag._media_types import detect
+from ..sources import SourceFile, SourceSpec, content_hash, document_id
 from ._adopt import Adoption, Foreign, adopt, find_foreign
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
@@ -56,8 +57,7 @@ from ._generations import (
 from ._generations import state as _state
 from ._registry import default_registry
 from ._settings import SettingChange, described_settings, most_common_settings, setting_changes
-from ._sources import SourceFile, content_hash, discover, document_id
-from ._spec import SourceSpec
+from ._sources import discover, source_kind
 
 Action = Literal[
     "add",
@@ -429,7 +429,7 @@ async def _run_knowledge_base(
         report.no_files = f"nothing written: collection {live} does not exist yet"
         return report
     managed = {doc_id: s for doc_id, s in live_documents.items() if _state(s)}
-    wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
+    wanted = {document_id(kb.name, f.origin, f.relative): f for f in files}
     todo = {
         doc_id: file
         for doc_id, file in wanted.items()
@@ -508,9 +508,10 @@ async def _run_knowledge_base(
             raise _Abort(f"{change.path}: {change.reason}")
 
     async def process(doc_id: str, file: SourceFile, size: int) -> Change:
-        # A thread hop costs more than reading a small file; only large ones leave the loop.
+        # A thread hop costs more than reading a small local file; only large ones leave the loop.
         try:
-            data = file.read() if size <= _READ_INLINE_BYTES else await asyncio.to_thread(file.read)
+            inline = file.reads_quickly and size <= _READ_INLINE_BYTES
+            data = file.read() if inline else await asyncio.to_thread(file.read)
         except OSError as exc:
             return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
@@ -566,7 +567,7 @@ async def _run_knowledge_base(
         for doc_id, file in queue:
             ahead.reached += 1
             try:
-                size = file.absolute.stat().st_size
+                size = file.size()
             except OSError as exc:  # gone since it was listed, or not ours to read
                 finish(_unreadable(file, doc_id, exc))
                 continue
@@ -702,7 +703,7 @@ def _unmatched(source: SourceSpec) -> str:
     patterns = f"include {', '.join(source.include)}"
     if source.exclude:
         patterns += f"; exclude {', '.join(source.exclude)}"
-    return f"source {source.path} ({patterns}) matched no file"
+    return f"source {source_kind(source).origin(source)} ({patterns}) matched no file"
 
 
 def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:
@@ -865,7 +866,7 @@ async def _write(
         # carries the revision, which is how an update finds the old version's leftovers.
         state = {
             "path": file.relative,
-            "source": file.source.path,
+            "source": file.origin,
             "content_hash": digest,
             "media_type": media_type,
             "size_bytes": len(data),
