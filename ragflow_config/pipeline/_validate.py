@@ -414,7 +414,7 @@ def _source_issues(
                 issues += [
                     locations.issue(
                         (*where, key),
-                        f"`{key}` is for local sources; a {kind} source names what it "
+                        f"`{key}` is for local sources; this {kind} source names what it "
                         "reads in its `parameters`",
                         at_key=True,
                     )

@@ -1,7 +1,8 @@
 """Sources: where a knowledge base's files come from, one module per kind.
 
 Every kind registers in the ``ragflow_config.sources`` entry-point group, as
-parsers and stores do in theirs: ``local`` (a folder, :mod:`.local`).
+parsers and stores do in theirs: ``local`` (a folder, :mod:`.local`) and
+``s3`` (an S3-compatible object store, :mod:`.s3`).
 """
 
 from .base import (
