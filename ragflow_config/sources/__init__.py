@@ -2,7 +2,8 @@
 
 Every kind registers in the ``ragflow_config.sources`` entry-point group, as
 parsers and stores do in theirs: ``local`` (a folder, :mod:`.local`) and
-``s3`` (an S3-compatible object store, :mod:`.s3`).
+``s3`` (an S3-compatible object store, :mod:`.s3`) and ``git`` (a repository at
+a ref, :mod:`.git`).
 """
 
 from .base import (
