@@ -7,6 +7,7 @@ a ref, :mod:`.git`).
 """
 
 from .base import (
+    ListedFile,
     SourceBase,
     SourceFile,
     SourceListingError,
@@ -26,6 +27,7 @@ from .local import (
 )
 
 __all__ = [
+    "ListedFile",
     "LocalFile",
     "LocalFolderSource",
     "SourceBase",

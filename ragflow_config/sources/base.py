@@ -14,6 +14,7 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -98,6 +99,21 @@ class SourceFile(ABC):
     @abstractmethod
     def read(self) -> bytes:
         """Its bytes (OSError when they cannot be had)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedFile(SourceFile):
+    """A remote file as its source's listing gave it: its size and version marker known
+    before it is fetched."""
+
+    source: SourceSpec
+    origin: str
+    relative: str
+    version: str | None
+    listed_size: int
+
+    def size(self) -> int:
+        return self.listed_size
 
 
 class SourceBase(Component):

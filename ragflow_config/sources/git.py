@@ -21,7 +21,7 @@ from pydantic import Field
 
 from .._component import ComponentParameters
 from .._redact import redact_urls
-from .base import SourceBase, SourceFile, SourceListingError, SourceSpec
+from .base import ListedFile, SourceBase, SourceListingError, SourceSpec
 
 _CACHE = Path(".cache", "sources", "git")
 # Regular files only: not symlinks (120000), whose target text would be indexed, nor submodules.
@@ -100,18 +100,10 @@ class GitSource(SourceBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GitFile(SourceFile):
+class GitFile(ListedFile):
     """A file of the fetched tree, read from the cached repository by its blob id."""
 
-    source: SourceSpec
-    origin: str
-    relative: str
-    version: str | None
-    listed_size: int
     repository: Path
-
-    def size(self) -> int:
-        return self.listed_size
 
     def read(self) -> bytes:
         try:

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from .._component import ComponentParameters
 from .._redact import redact_urls
-from .base import SourceBase, SourceFile, SourceListingError, SourceSpec
+from .base import ListedFile, SourceBase, SourceListingError, SourceSpec
 
 if TYPE_CHECKING:
     from obstore import GetOptions
@@ -148,20 +148,12 @@ class S3Source(SourceBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class S3Object(SourceFile):
+class S3Object(ListedFile):
     """An object as the listing saw it; read, it must still be that object."""
 
-    source: SourceSpec
-    origin: str
-    relative: str
-    version: str | None
     key: str
-    listed_size: int
     etag: str | None
     kind: S3Source
-
-    def size(self) -> int:
-        return self.listed_size
 
     def read(self) -> bytes:
         """The object's bytes, streamed and stopped at its listed size.

@@ -7,7 +7,6 @@ Debian's git, Qdrant's local mode and the hashing model.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -15,29 +14,17 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ragflow_config.cli import main
 from ragflow_config.sources import document_id
 
-PIPELINE = """\
-version: 1
-vector_stores:
-  disk: {{type: qdrant, parameters: {{path: store}}}}
-embeddings:
-  model: {{type: hashing, parameters: {{dimensions: 32}}}}
-knowledge_bases:
-  - name: docs
-    sources:
+from ._runs import changes, counts, run, write_pipeline
+
+SOURCE = """\
       - type: git
         parameters: {{url: "{url}", ref: {ref}, timeout_seconds: 30}}
         include: ["docs/**/*.md"]
-    embedding: model
-    vector_store: disk
-    collection: docs
-    prune: true
 """
 NAMES = [f"n{i}.md" for i in range(10)]
 
@@ -139,26 +126,7 @@ def blob_reads(log: Path) -> int:
 
 
 def pipeline(tmp_path: Path, url: str, ref: str = "main") -> Path:
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(PIPELINE.format(url=url, ref=ref), encoding="utf-8")
-    return path
-
-
-def run(path: Path, capsys: pytest.CaptureFixture[str], *options: str) -> dict[str, Any]:
-    code = main(["run", str(path), "--json", "--workers", "0", *options])
-    document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    document["exit"] = code
-    return document
-
-
-def counts(document: dict[str, Any]) -> dict[str, int]:
-    [kb] = document["knowledge_bases"]
-    return {action: n for action, n in kb["counts"].items() if n}
-
-
-def changes(document: dict[str, Any]) -> dict[str, str]:
-    [kb] = document["knowledge_bases"]
-    return {c["path"]: c["action"] for c in kb["changes"] if c["action"] != "unchanged"}
+    return write_pipeline(tmp_path, SOURCE.format(url=url, ref=ref))
 
 
 def test_commits_that_add_edit_rename_and_delete_and_a_ref_moving_back(
@@ -225,11 +193,11 @@ def test_a_fetch_that_fails_deletes_nothing_and_names_the_source(
 ) -> None:
     path = pipeline(tmp_path, daemon)
     assert counts(run(path, capsys)) == {"add": 10}
-    path.write_text(PIPELINE.format(url=daemon, ref="no-such-branch"), encoding="utf-8")
+    pipeline(tmp_path, daemon, ref="no-such-branch")
     failed = run(path, capsys)
     assert failed["exit"] == 1
     message = failed["error"]["message"]
     assert f"source {daemon} at no-such-branch: the fetch failed (git fetch: " in message
     assert "no-such-branch" in message and "nothing is pruned" in message
-    path.write_text(PIPELINE.format(url=daemon, ref="main"), encoding="utf-8")
+    pipeline(tmp_path, daemon)
     assert counts(run(path, capsys)) == {"unchanged": 10}

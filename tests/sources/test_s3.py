@@ -7,28 +7,19 @@ server between runs, as another system writing the bucket would.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ragflow_config.cli import main
 from ragflow_config.sources import document_id
 
+from ._runs import counts, run, write_pipeline
 from ._s3_server import S3Server, served
 
 BUCKET = "team-docs"
-PIPELINE = """\
-version: 1
-vector_stores:
-  disk: {{type: qdrant, parameters: {{path: store}}}}
-embeddings:
-  model: {{type: hashing, parameters: {{dimensions: 32}}}}
-knowledge_bases:
-  - name: docs
-    sources:
+SOURCE = """\
       - type: s3
         parameters:
           url: s3://{bucket}/kb
@@ -37,10 +28,6 @@ knowledge_bases:
           max_retries: 1
           timeout_seconds: 5
         include: ["*.md"]
-    embedding: model
-    vector_store: disk
-    collection: docs
-    prune: true
 """
 TOPICS = ["apples", "pears", "plums", "figs", "dates", "limes"]
 
@@ -64,26 +51,7 @@ def put(s3: S3Server, name: str, text: str) -> None:
 
 
 def pipeline(tmp_path: Path, s3: S3Server) -> Path:
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(PIPELINE.format(bucket=BUCKET, endpoint=s3.endpoint), encoding="utf-8")
-    return path
-
-
-def run(
-    path: Path, capsys: pytest.CaptureFixture[str], command: str = "run", *options: str
-) -> dict[str, Any]:
-    """The command's JSON document, with its exit code under ``exit``."""
-    if command == "run":
-        options = ("--workers", "0", *options)
-    code = main([command, str(path), "--json", *options])
-    document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    document["exit"] = code
-    return document
-
-
-def counts(document: dict[str, Any]) -> dict[str, int]:
-    [kb] = document["knowledge_bases"]
-    return {action: n for action, n in kb["counts"].items() if n}
+    return write_pipeline(tmp_path, SOURCE.format(bucket=BUCKET, endpoint=s3.endpoint))
 
 
 def test_adds_edits_and_deletes_and_an_unchanged_run_fetches_nothing(
