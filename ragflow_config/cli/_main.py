@@ -42,7 +42,7 @@ def _usage_errors() -> tuple[type[Exception], ...]:
     from ..credential import MissingSecretError
     from ..pipeline import UnknownTypeError
     from ..pipeline._copy import CopySourceNotAStore
-    from ..pipeline._sources import SourceOutsideError
+    from ..sources import SourceOutsideError
 
     return (
         UsageError,

@@ -29,9 +29,9 @@ from pathlib import PurePosixPath
 
 from ..message import TextBlock
 from ..rag import DocumentSummary, KnowledgeBase
+from ..sources import SourceFile, content_hash, document_id
 from ._generations import STATE_KEY
 from ._generations import state as _state
-from ._sources import SourceFile, content_hash, document_id
 
 _HASH_KEYS = ("content_hash", "sha256")
 # Cosine above which the model's vector for a stored chunk is taken as the stored one.
@@ -84,7 +84,7 @@ def find_foreign(
         return []
     # A document under a run's own id without state is that run's, its write
     # interrupted before chunk 0 (the run repairs it), not someone else's.
-    own_ids = {document_id(kb_name, file.source.path, file.relative) for file in files}
+    own_ids = {document_id(kb_name, file.origin, file.relative) for file in files}
     unowned = [s for s in stateless if s.document_id not in own_ids]
     if not unowned:
         return []
@@ -109,7 +109,7 @@ def find_foreign(
     taken: set[str] = set()
     for foreign in found:
         if foreign.file is not None:
-            own_id = document_id(kb_name, foreign.file.source.path, foreign.file.relative)
+            own_id = document_id(kb_name, foreign.file.origin, foreign.file.relative)
             if own_id in taken:
                 foreign.file = None
             taken.add(own_id)
@@ -131,7 +131,7 @@ async def adopt(
     """
     assert foreign.file is not None
     file, old_id = foreign.file, foreign.summary.document_id
-    own_id = document_id(kb.name, file.source.path, file.relative)
+    own_id = document_id(kb.name, file.origin, file.relative)
     stored = await kb.document_vectors(old_id)
     stored.sort(key=lambda pair: pair[0].chunk_index)
     reusable = bool(stored) and await _same_model(kb, stored[0])

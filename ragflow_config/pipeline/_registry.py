@@ -31,6 +31,7 @@ Kind = Literal[
     "middleware",
     "executor",
     "reranker",
+    "source",
 ]
 
 ENTRY_POINT_GROUPS: dict[Kind, str] = {
@@ -42,6 +43,7 @@ ENTRY_POINT_GROUPS: dict[Kind, str] = {
     "middleware": "ragflow_config.middlewares",
     "executor": "ragflow_config.executors",
     "reranker": "ragflow_config.rerankers",
+    "source": "ragflow_config.sources",
 }
 KINDS: tuple[Kind, ...] = tuple(ENTRY_POINT_GROUPS)
 # This project's distribution: its entry points are the built-in types.

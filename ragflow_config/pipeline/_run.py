@@ -21,7 +21,7 @@ import gc
 import hashlib
 import json
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, cast
@@ -39,6 +39,7 @@ from ..executors.local import parse_and_chunk
 from ..message import TextBlock
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, ParserBase
 from ..rag._media_types import detect
+from ..sources import SourceFile, SourceSpec, content_hash, document_id
 from ._adopt import Adoption, Foreign, adopt, find_foreign
 from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
@@ -56,8 +57,7 @@ from ._generations import (
 from ._generations import state as _state
 from ._registry import default_registry
 from ._settings import SettingChange, described_settings, most_common_settings, setting_changes
-from ._sources import SourceFile, content_hash, discover, document_id
-from ._spec import SourceSpec
+from ._sources import discover, source_kind
 
 Action = Literal[
     "add",
@@ -429,7 +429,7 @@ async def _run_knowledge_base(
         report.no_files = f"nothing written: collection {live} does not exist yet"
         return report
     managed = {doc_id: s for doc_id, s in live_documents.items() if _state(s)}
-    wanted = {document_id(kb.name, f.source.path, f.relative): f for f in files}
+    wanted = {document_id(kb.name, f.origin, f.relative): f for f in files}
     todo = {
         doc_id: file
         for doc_id, file in wanted.items()
@@ -499,6 +499,9 @@ async def _run_knowledge_base(
                 f"({guard.share:.0%}, more than max_delete_fraction {guard.max_fraction:.0%}); "
                 "check the sources (a moved folder or an empty checkout?) or pass --force"
             )
+        refusing = not options.force and not (options.dry_run and options.report_refusal)
+        if refusing and (emptied := _remote_source_over(gone, managed, guard)):
+            raise RunRefused(f"{kb.name}: {emptied}; check the source or pass --force")
 
     def finish(change: Change) -> None:
         report.changes.append(change)
@@ -508,9 +511,14 @@ async def _run_knowledge_base(
             raise _Abort(f"{change.path}: {change.reason}")
 
     async def process(doc_id: str, file: SourceFile, size: int) -> Change:
-        # A thread hop costs more than reading a small file; only large ones leave the loop.
+        if (
+            unchanged := _unchanged_by_version(doc_id, file, existing, prints, options)
+        ) is not None:
+            return unchanged  # a remote file whose own marker is the stored one: not fetched
+        # A thread hop costs more than reading a small local file; only large ones leave the loop.
         try:
-            data = file.read() if size <= _READ_INLINE_BYTES else await asyncio.to_thread(file.read)
+            inline = file.reads_quickly and size <= _READ_INLINE_BYTES
+            data = file.read() if inline else await asyncio.to_thread(file.read)
         except OSError as exc:
             return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
@@ -566,7 +574,7 @@ async def _run_knowledge_base(
         for doc_id, file in queue:
             ahead.reached += 1
             try:
-                size = file.absolute.stat().st_size
+                size = file.size()
             except OSError as exc:  # gone since it was listed, or not ours to read
                 finish(_unreadable(file, doc_id, exc))
                 continue
@@ -574,7 +582,7 @@ async def _run_knowledge_base(
                 finish(_too_large(file, doc_id, size, plan.spec.max_file_bytes))
                 continue
             async with budget.hold(size):
-                finish(await process(doc_id, file, size))
+                finish(_sized(await process(doc_id, file, size), file, size))
 
     tasks = [asyncio.create_task(take_files()) for _ in range(min(concurrency, len(todo)))]
     try:
@@ -605,7 +613,7 @@ async def _run_knowledge_base(
         elif prune:
             if not options.dry_run:
                 await write_kb.delete_document(summary.document_id)
-            change = Change("delete", path, summary.document_id, "source file is gone")
+            change = Change("delete", path, summary.document_id, _gone(summary))
         elif options.shard:
             reason = "source file is gone; a shard leaves pruning to `run --prune-only`"
             change = Change("keep", path, summary.document_id, reason)
@@ -702,7 +710,44 @@ def _unmatched(source: SourceSpec) -> str:
     patterns = f"include {', '.join(source.include)}"
     if source.exclude:
         patterns += f"; exclude {', '.join(source.exclude)}"
-    return f"source {source.path} ({patterns}) matched no file"
+    return f"source {source_kind(source).origin(source)} ({patterns}) matched no file"
+
+
+def _remote_source_over(
+    gone: list[DocumentSummary], managed: dict[str, DocumentSummary], guard: DeletionGuard
+) -> str | None:
+    """Why a remote source would lose more than ``max_delete_fraction`` of its own documents,
+    or None: a bucket's prefix emptied must not hide behind the other sources' documents.
+
+    Remote sources only (their documents record a version marker): a local folder's share
+    is judged with the knowledge base's, as it always was.
+    """
+    remote = [s for s in managed.values() if "version" in _state(s)]
+    held = Counter(_state(s).get("source") for s in remote)
+    losing = Counter(_state(s).get("source") for s in gone if "version" in _state(s))
+    for source, deleting in sorted(losing.items()):
+        share = deleting / held[source]
+        if share > guard.max_fraction:
+            return (
+                f"the run would delete {deleting} of the {held[source]} documents of source "
+                f"{source} ({share:.0%}, more than max_delete_fraction {guard.max_fraction:.0%})"
+            )
+    return None
+
+
+def _sized(change: Change, file: SourceFile, size: int) -> Change:
+    """A remote file's change with its size in the reason, so a plan shows what it fetches."""
+    if file.version is None or change.action not in ("add", "update", "repair"):
+        return change
+    return replace(change, reason=f"{change.reason}; {size:,} bytes")
+
+
+def _gone(summary: DocumentSummary) -> str:
+    """Why a gone file's document is deleted; a remote one's with its size, for the plan."""
+    state = _state(summary)
+    if "version" in state and isinstance(state.get("size_bytes"), int):
+        return f"source file is gone; {state['size_bytes']:,} bytes"
+    return "source file is gone"
 
 
 def _unreadable(file: SourceFile, doc_id: str, exc: OSError) -> Change:
@@ -745,6 +790,12 @@ def _decide(
     changed = _changed_fields(state.get("fingerprint", {}), prints)
     if changed:
         return Change("update", file.relative, doc_id, f"pipeline changed: {', '.join(changed)}")
+    if file.version is not None and state.get("version") != file.version:
+        # Written again with the new marker, so the next run need not fetch it; its
+        # vectors are the stored ones (same text, same fingerprint), nothing is embedded.
+        return Change(
+            "update", file.relative, doc_id, "the source's version changed, its content did not"
+        )
     if options.repair and state.get("chunks") != summary.chunk_count:
         return Change(
             "repair",
@@ -753,6 +804,23 @@ def _decide(
             f"store holds {summary.chunk_count} chunks, expected {state.get('chunks')}",
         )
     return Change("unchanged", file.relative, doc_id)
+
+
+def _unchanged_by_version(
+    doc_id: str,
+    file: SourceFile,
+    existing: dict[str, DocumentSummary],
+    prints: dict[str, str],
+    options: RunOptions,
+) -> Change | None:
+    """The unchanged verdict of a file whose source's version marker is the stored one, else
+    None (it must be read to decide). The marker vouches for the stored content hash."""
+    summary = existing.get(doc_id)
+    state = _state(summary) if summary is not None else {}
+    if file.version is None or state.get("version") != file.version or not _complete(state):
+        return None
+    change = _decide(doc_id, file, state["content_hash"], summary, prints, options)
+    return change if change.action == "unchanged" else None
 
 
 @dataclass
@@ -865,10 +933,13 @@ async def _write(
         # carries the revision, which is how an update finds the old version's leftovers.
         state = {
             "path": file.relative,
-            "source": file.source.path,
+            "source": file.origin,
             "content_hash": digest,
             "media_type": media_type,
             "size_bytes": len(data),
+            # A remote file's own version marker (ETag, blob id): the next run compares it
+            # with the listing's before fetching. Absent for local files.
+            **({"version": file.version} if file.version is not None else {}),
             "revision": revision,
             "chunks": len(chunks),
             "fingerprint": prints,

@@ -111,7 +111,7 @@ def pipeline_schema(registry: Registry, *, as_written: bool = False) -> dict[str
     """
     schema = PipelineSpec.model_json_schema(ref_template="#/$defs/{model}")
     defs: dict[str, Any] = schema.setdefault("$defs", {})
-    blocks: dict[str, Kind] = {name: block.kind for name, block in COMPONENT_BLOCKS.items()}
+    blocks: dict[str, Kind] = dict(COMPONENT_BLOCKS)
     blocks[MiddlewareSpec.__name__] = "middleware"
     for def_name, kind in blocks.items():
         _selected_by_type(defs[def_name], kind, registry.types(kind))

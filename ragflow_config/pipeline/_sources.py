@@ -1,205 +1,26 @@
-"""Finding a knowledge base's files and giving each a stable document identity."""
+"""A knowledge base's files, from every source block, through the registered source kinds."""
 
 from __future__ import annotations
 
-import errno
-import hashlib
-import logging
-import os
-import re
-import stat
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
-import pathspec
-
-from .._errors import RagflowError
-from ._spec import KnowledgeBaseSpec, SourceSpec
-
-logger = logging.getLogger("ragflow_config.pipeline")
-
-_NAMESPACE = uuid.UUID("6f1d2b0e-5d8e-4c8e-9a55-2b7c1f0f9a11")
-_OPT_IN = "set `allow_outside: true` on the source to index it anyway"
+from ..sources import SourceBase, SourceFile, SourceOutsideError, SourceSpec
+from ._registry import default_registry
+from ._spec import KnowledgeBaseSpec
 
 
-class SourceOutsideError(RagflowError):
-    """A source folder leads outside the folder tree its pipeline file may read."""
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """One file a knowledge base indexes."""
-
-    source: SourceSpec
-    absolute: Path
-    relative: str  # POSIX path relative to the source folder
-    confined_to: Path | None  # the folder the file must resolve into; None when opted out
-
-    def read(self) -> bytes:
-        """The file's bytes, if it still is a regular file inside ``confined_to``.
-
-        Between discovery and this read, a path component may have become a
-        symlink out of the allowed folder, or the file a FIFO. So the path is
-        resolved again and checked, then opened without following a final
-        symlink (swapped in since) and without blocking (a FIFO would block the
-        open), and read only if what was opened is a regular file.
-        """
-        target = Path(os.path.realpath(self.absolute))
-        if self.confined_to is not None and not target.is_relative_to(self.confined_to):
-            raise OSError(errno.EACCES, f"it now leads to {target}, outside {self.confined_to}")
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        with open(os.open(target, flags), "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise OSError(errno.EACCES, "it is no longer a regular file")
-            return file.read()
-
-
-def document_id(kb_name: str, source_path: str, relative: str) -> str:
-    """The same file is the same document across runs and machines."""
-    key = f"{kb_name}\0{_source_key(source_path)}\0{relative}"
-    return uuid.uuid5(_NAMESPACE, key).hex
-
-
-@lru_cache(maxsize=256)
-def _source_key(source_path: str) -> str:
-    # Once per source, not once per file: a run asks for thousands of ids.
-    return Path(source_path).as_posix().rstrip("/")
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-@lru_cache(maxsize=256)
-def _pattern_spec(patterns: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
-
-
-def matches(relative: str, patterns: list[str]) -> bool:
-    """Whether ``relative`` (a POSIX path) matches ``patterns``, as in a ``.gitignore``.
-
-    ``*.md`` matches at any depth; a pattern with a ``/`` is anchored to the
-    source folder; ``**`` spans folders; ``[1-4]`` is a character class; a
-    leading ``!`` takes matched files back out.
-    """
-    return _pattern_spec(tuple(patterns)).match_file(relative)
-
-
-def pattern_problem(pattern: str) -> str | None:
-    """What is wrong with an include or exclude pattern that would silently match nothing."""
-    if re.search(r"\{[^{}]*,[^{}]*\}", pattern):
-        return (
-            f"{pattern!r}: braces are not pattern syntax here (patterns are gitignore-style); "
-            "list each alternative as a pattern of its own"
-        )
-    return None
-
-
-def has_files(source: SourceSpec, root: Path, confined_to: Path | None) -> bool:
-    """Whether any file under ``root`` matches the source's patterns (stops at the first)."""
-    return any(
-        _selected(source, path.relative_to(root).as_posix()) for path in _walk(root, confined_to)
-    )
-
-
-def _selected(source: SourceSpec, relative: str) -> bool:
-    return matches(relative, source.include) and not matches(relative, source.exclude)
-
-
-def allowed_root(folder: Path) -> Path:
-    """What a pipeline file in ``folder`` may read: its repository, else ``folder`` itself.
-
-    The repository is the nearest ancestor holding a ``.git`` entry (a folder,
-    or a file in a worktree or submodule).
-    """
-    folder = folder.resolve()
-    for candidate in (folder, *folder.parents):
-        if os.path.lexists(candidate / ".git"):
-            return candidate
-    return folder
-
-
-def source_escape(path: str, folder: Path) -> str | None:
-    """Why a source ``path`` written in a pipeline file in ``folder`` leads out of bounds, or None."""
-    root = allowed_root(folder)
-    if Path(path).is_absolute():
-        return (
-            f"source path {path!r} is absolute; write it relative to the pipeline file, "
-            f"within {root}, or {_OPT_IN}"
-        )
-    resolved = (folder / path).resolve()
-    if not resolved.is_relative_to(root):
-        return f"source path {path!r} leads to {resolved}, outside {root}; {_OPT_IN}"
-    return None
+def source_kind(spec: SourceSpec) -> SourceBase:
+    """The registered kind a source block names, built from its parameters."""
+    cls = default_registry().get("source", spec.type).cls
+    return cast(SourceBase, cls(parameters=cls.Parameters.model_validate(spec.parameters)))
 
 
 def discover(kb: KnowledgeBaseSpec, folder: Path) -> Iterator[SourceFile]:
-    """Every file of every source, in a stable order.
-
-    Hidden files and folders (names starting with ``.``) are skipped. Unless a
-    source has ``allow_outside``, its folder must lie within :func:`allowed_root`
-    and symlinks leading out of it are skipped with a warning; only regular
-    files are ever read (FIFOs, devices and sockets are skipped with a warning).
-    """
+    """Every file of every source, in a stable order (see each kind's ``files``)."""
     for source in kb.sources:
-        confined_to = None if source.allow_outside else allowed_root(folder)
-        if confined_to is not None and (problem := source_escape(source.path, folder)):
-            raise SourceOutsideError(f"{kb.name}: {problem}")
-        root = (folder / source.path).resolve()
-        if not root.is_dir():
-            raise FileNotFoundError(f"source folder {source.path!r} ({root}) does not exist")
-        for absolute in _walk(root, confined_to):
-            relative = absolute.relative_to(root).as_posix()
-            if _selected(source, relative):
-                yield SourceFile(source, absolute, relative, confined_to)
-
-
-def _walk(root: Path, confined_to: Path | None) -> Iterator[Path]:
-    """The regular files under ``root``, through symlinks that stay within ``confined_to``."""
-    walked: set[str] = set()
-    for directory, subdirectories, files in os.walk(root, followlinks=True):
-        real = os.path.realpath(directory)
-        if real in walked:  # a folder link to a folder already walked: a loop, or a repeat
-            subdirectories[:] = []
-            continue
-        walked.add(real)
-        subdirectories[:] = sorted(
-            name
-            for name in subdirectories
-            if not name.startswith(".") and _admitted(Path(directory, name), confined_to)
-        )
-        for name in sorted(files):
-            path = Path(directory, name)
-            if not name.startswith(".") and _admitted(path, confined_to) and _regular(path):
-                yield path
-
-
-def _admitted(path: Path, confined_to: Path | None) -> bool:
-    """Whether ``path`` may be followed: not a symlink leading outside ``confined_to``.
-
-    Only symlinks need resolving: anything else lies in its folder, already admitted.
-    """
-    if confined_to is None or not path.is_symlink():
-        return True
-    target = Path(os.path.realpath(path))
-    if target.is_relative_to(confined_to):
-        return True
-    logger.warning(
-        "skipped %s: a symlink to %s, outside %s; %s", path, target, confined_to, _OPT_IN
-    )
-    return False
-
-
-def _regular(path: Path) -> bool:
-    """Whether ``path`` is a regular file; stat does not open it, so a FIFO cannot block."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:  # a dangling symlink: reading it will report why
-        return True
-    if stat.S_ISREG(mode):
-        return True
-    logger.warning("skipped %s: not a regular file (a FIFO, device or socket)", path)
-    return False
+        try:
+            yield from source_kind(source).files(source, folder)
+        except SourceOutsideError as exc:
+            raise SourceOutsideError(f"{kb.name}: {exc}") from None

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..rag import RetrievalSettings
+from ..sources import SourceSpec
 from ._registry import Kind
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -71,31 +72,6 @@ class ExecutionBlock(ComponentBlock):
     kind: ClassVar[Kind] = "executor"
 
 
-class SourceSpec(_Strict):
-    """A folder of files to index."""
-
-    path: str = Field(description="Folder, relative to the pipeline file's folder.")
-    include: list[str] = Field(
-        default_factory=lambda: ["**/*"],
-        min_length=1,
-        description="Glob patterns of files to index, relative to `path`.",
-    )
-    exclude: list[str] = Field(
-        default_factory=list, description="Glob patterns of files to leave out."
-    )
-    metadata: dict[str, Any] = Field(
-        default_factory=dict, description="Metadata stamped on every document from this source."
-    )
-    allow_outside: bool = Field(
-        default=False,
-        description="Let this source reach outside the pipeline file's repository (or its "
-        "folder, outside a repository): an absolute `path`, a `..` beyond it, symlinks leading "
-        "out. Risk: the pipeline file can then put any file the indexing process can read "
-        "(keys, /etc, other users' data) into searchable chunks; enable it only in a file you "
-        "trust as much as the machine that runs it. Special files are never read.",
-    )
-
-
 class EvaluationThresholds(_Strict):
     """Minimum values; a run of `ragflow-config eval` fails when one is missed."""
 
@@ -150,7 +126,9 @@ class KnowledgeBaseSpec(_Strict):
 
     name: str = Field(pattern=NAME_PATTERN, description="Unique name; agents see it.")
     description: str = Field(default="", description="What it holds; agents see it.")
-    sources: list[SourceSpec] = Field(default_factory=list, description="Folders to index.")
+    sources: list[SourceSpec] = Field(
+        default_factory=list, description="Where the files come from: folders, object stores."
+    )
     parsers: list[ParserBlock] = Field(
         default_factory=lambda: [ParserBlock(type="text")],
         min_length=1,
@@ -278,9 +256,9 @@ class PipelineSpec(_Strict):
     )
 
 
-# Component block models, by the name pydantic gives them in the schema's $defs.
-COMPONENT_BLOCKS: dict[str, type[ComponentBlock]] = {
-    cls.__name__: cls
+# Component block models, by the name pydantic gives them in the schema's $defs, with their kind.
+COMPONENT_BLOCKS: dict[str, Kind] = {
+    cls.__name__: cls.kind
     for cls in (
         ParserBlock,
         ChunkerBlock,
@@ -291,3 +269,4 @@ COMPONENT_BLOCKS: dict[str, type[ComponentBlock]] = {
         ExecutionBlock,
     )
 }
+COMPONENT_BLOCKS[SourceSpec.__name__] = "source"

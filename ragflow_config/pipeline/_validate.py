@@ -18,10 +18,10 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .._errors import ConfigError, ConfigIssue, defined, format_path
 from .._extras import install_line, missing
+from ..sources import allowed_root, has_files, pattern_problem, source_escape
 from ._registry import Kind, Registry, UnknownTypeError, default_registry
 from ._schema import EXTENSION_PREFIX, KIND_MARKER, pipeline_schema
 from ._schema_errors import schema_errors
-from ._sources import allowed_root, has_files, pattern_problem, source_escape
 from ._spec import KnowledgeBaseSpec, PipelineSpec
 from ._yaml import JsonPath, Locations, load_yaml
 
@@ -89,7 +89,7 @@ def check_file(
     issues += _parameter_issues(data, locations, registry, checked=issues)
     issues += _reference_issues(data, locations)
     issues += _extra_issues(data, locations, registry)
-    issues += _source_issues(data, locations, path.resolve().parent)
+    issues += _source_issues(data, locations, path.resolve().parent, registry)
     if not issues:
         try:
             spec = PipelineSpec.model_validate(
@@ -259,6 +259,8 @@ def _blocks(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Kind, Any]]:
         yield (*base, "chunker"), "chunker", kb.get("chunker")
         yield (*base, "embedding"), "embedding", kb.get("embedding")
         yield (*base, "vector_store"), "vector_store", kb.get("vector_store")
+        for j, source in enumerate(_sequence(kb.get("sources"))):
+            yield (*base, "sources", j), "source", source
     if "execution" in data:
         yield ("execution",), "executor", data["execution"]
     for i, middleware in enumerate(_sequence(data.get("middlewares"))):
@@ -391,8 +393,11 @@ def _reference_issues(data: dict[str, Any], locations: Locations) -> list[Config
     return issues
 
 
-def _source_issues(data: dict[str, Any], locations: Locations, folder: Path) -> list[ConfigIssue]:
-    """Source paths leading out of the pipeline file's repository, unless opted in.
+def _source_issues(
+    data: dict[str, Any], locations: Locations, folder: Path, registry: Registry
+) -> list[ConfigIssue]:
+    """Source blocks whose keys do not fit their kind, and paths leading out of the pipeline
+    file's repository, unless opted in.
 
     Pipeline files arrive in pull requests: a source must not turn one into a
     way to read any file of the machine that indexes it.
@@ -401,13 +406,30 @@ def _source_issues(data: dict[str, Any], locations: Locations, folder: Path) -> 
     for i, kb in enumerate(_sequence(data.get("knowledge_bases"))):
         for j, source in enumerate(_sequence(_mapping(kb).get("sources"))):
             source = _mapping(source)
+            where: JsonPath = ("knowledge_bases", i, "sources", j)
+            kind = source.get("type", "local")
+            if not registry.has("source", kind):
+                continue  # the schema names the unknown type
+            if getattr(registry.get("source", kind).cls, "remote", True):
+                issues += [
+                    locations.issue(
+                        (*where, key),
+                        f"`{key}` is for local sources; this {kind} source names what it "
+                        "reads in its `parameters`",
+                        at_key=True,
+                    )
+                    for key in ("path", "allow_outside")
+                    if key in source
+                ]
+                continue
             path = source.get("path")
+            if "path" not in source:
+                issues.append(locations.issue(where, "a local source needs `path` (its folder)"))
             if not isinstance(path, str) or source.get("allow_outside") is True:
                 continue
             problem = source_escape(path, folder)
             if problem:
-                where: JsonPath = ("knowledge_bases", i, "sources", j, "path")
-                issues.append(locations.issue(where, problem))
+                issues.append(locations.issue((*where, "path"), problem))
     return issues
 
 
@@ -430,6 +452,8 @@ def source_issues(
                 for k, pattern in enumerate(getattr(source, key)):
                     if problem := pattern_problem(pattern):
                         issues.append(loaded.locations.issue((*where, key, k), problem))
+            if source.path is None:  # a remote source: validate does not reach for it
+                continue
             root = (loaded.folder / source.path).resolve()
             if not root.is_dir():
                 issues.append(

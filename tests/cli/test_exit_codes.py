@@ -31,7 +31,7 @@ from ragflow_config.cli._output import (
     EXIT_USAGE,
 )
 from ragflow_config.pipeline import Pipeline, _schema, _validate
-from ragflow_config.pipeline._sources import document_id
+from ragflow_config.sources import document_id
 
 CORPUS = {
     "cats.md": "Cats sleep twelve to sixteen hours a day and purr when content.",

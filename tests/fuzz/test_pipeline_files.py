@@ -27,6 +27,19 @@ from ._profile import fuzzing
 
 PIPELINES = Path(__file__).resolve().parents[2] / "pipelines"
 SEEDS = {path.name: path.read_text(encoding="utf-8") for path in sorted(PIPELINES.glob("*.yaml"))}
+# The remote source kinds' blocks, which no example in pipelines/ holds (validate reaches
+# no network for them, so their mutants are checked offline like the rest).
+SEEDS["remote-sources.yaml"] = SEEDS["local-hashing.yaml"].replace(
+    '        exclude: ["SOURCES.md"]\n',
+    '        exclude: ["SOURCES.md"]\n'
+    "      - type: s3\n"
+    "        parameters: {url: s3://team-docs/kb, endpoint_url: http://127.0.0.1:9000}\n"
+    "        include: ['*.md']\n"
+    "      - type: git\n"
+    "        parameters: {url: https://example.com/handbook.git, ref: v1.2}\n"
+    "        exclude: [drafts/]\n",
+)
+assert SEEDS["remote-sources.yaml"] != SEEDS["local-hashing.yaml"]
 CASE = "case.yaml"
 # An issue as `validate` and every command print it: file, line, column, then what.
 ISSUE = re.compile(rf"^{re.escape(CASE)}:[1-9][0-9]*:[1-9][0-9]*: \S")

@@ -23,7 +23,6 @@ from ragflow_config.cli import main
 from ragflow_config.executors.local import ParserProcesses, _prepare_many
 from ragflow_config.pipeline import Change, Pipeline, Registry, RunOptions, RunReport
 from ragflow_config.pipeline._run import _Ahead
-from ragflow_config.pipeline._sources import document_id
 from ragflow_config.rag import (
     ApproxTokenChunker,
     DocumentSummary,
@@ -32,6 +31,7 @@ from ragflow_config.rag import (
     TextParser,
     VectorRecord,
 )
+from ragflow_config.sources import document_id
 
 from .conftest import FILES
 

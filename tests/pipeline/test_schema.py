@@ -27,6 +27,7 @@ BLOCK_KINDS = {
     "MiddlewareSpec": "middleware",
     "ExecutionBlock": "executor",
     "RerankerBlock": "reranker",
+    "SourceSpec": "source",
 }
 
 
@@ -73,7 +74,8 @@ def test_every_component_block_selects_its_parameters_by_type(
         block = defs[def_name]
         names = registry.names(kind)  # type: ignore[arg-type]
         assert block["properties"]["type"]["enum"] == names, def_name
-        assert block["required"][0] == "type"
+        if kind != "source":  # a source's type defaults to local, the folder named by `path`
+            assert block["required"][0] == "type"
         assert block["additionalProperties"] is False
         assert [rule["if"] for rule in block["allOf"]] == [
             {"properties": {"type": {"const": name}}, "required": ["type"]} for name in names

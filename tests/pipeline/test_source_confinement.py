@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from ragflow_config.pipeline import Pipeline, RunOptions, RunReport
-from ragflow_config.pipeline._sources import SourceOutsideError, discover
+from ragflow_config.pipeline._sources import discover
 from ragflow_config.pipeline._validate import check_file, source_issues
+from ragflow_config.sources import SourceOutsideError
 
 SECRET = "OPENAI_API_KEY=sk-test-4f9a2c7e1b"
 FOX = "# Foxes\n\nThe quick brown fox jumps over the lazy dog.\n"

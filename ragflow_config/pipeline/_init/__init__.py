@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..._errors import RagflowError
+from ...sources import source_escape
 from .._registry import default_registry
 from .._schema import PIPELINE_SCHEMA_FILE, write_schemas
-from .._sources import source_escape
 from .._spec import NAME_PATTERN
 from ._choose import MODELS, STORES, Draft, Model, Store, choose
 from ._render import Target, render
