@@ -280,7 +280,11 @@ async def _collections(kb: KnowledgeBase) -> str:
         for i, g in enumerate(pointer.generations)
     ]
     if pointer.building is not None:
-        names.append(f"{pointer.building.collection} (being rebuilt)")
+        building = pointer.building
+        state = (
+            f"not switched: {building.not_switched}" if building.not_switched else "being rebuilt"
+        )
+        names.append(f"{building.collection} ({state})")
     return ", ".join(names)
 
 
