@@ -271,11 +271,15 @@ def _print_rebuild(name: str, rebuild: Rebuild, dry_run: bool) -> None:
     if dry_run:
         # One line on one stream, whichever way the run would go.
         then = f"but not switch to it: {rebuild.blocked}" if rebuild.blocked else "then switch"
+        into = (
+            f"the kept collection {rebuild.target}, which this pipeline built"
+            if rebuild.kept
+            else rebuild.target
+        )
         print(
             f"{name}: would rebuild beside the live collection {rebuild.live} "
             f"({', '.join(rebuild.changed)} changed): "
-            f"about {plural(rebuild.chunks_to_embed, 'chunk')} to embed into {rebuild.target}, "
-            + then
+            f"{plural(rebuild.chunks_to_embed, 'chunk')} to embed into {into}, " + then
         )
     elif rebuild.switched:
         retired = f"; deleted {', '.join(rebuild.retired)}" if rebuild.retired else ""

@@ -42,6 +42,7 @@ class Rebuild:
     switched: bool = False
     blocked: str | None = None  # why the rebuild was not switched to
     waiting: str | None = None  # why the switch is left to a later step (sharded runs)
+    kept: bool = False  # the target is a kept collection this pipeline built: switching back
     retired: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,6 +65,16 @@ def target_name(kb: KnowledgeBase, prints: dict[str, str]) -> str:
     """The collection a rebuild for ``prints`` fills: the same for every run of that pipeline."""
     key = kb.pointer_name + json.dumps(prints, sort_keys=True)
     return f"{kb.collection}__{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def kept_target(kb: KnowledgeBase, pointer: Pointer | None, prints: dict[str, str]) -> str:
+    """The collection a rebuild for ``prints`` fills: a kept one built by the same
+    pipeline (a change reverted: it holds those vectors already, the one built before
+    pointers included), else a new one named by the fingerprint."""
+    for generation in pointer.generations[1:] if pointer is not None else []:
+        if generation.fingerprint == prints:
+            return generation.collection
+    return target_name(kb, prints)
 
 
 async def rebuild_reasons(kb: KnowledgeBase, live: str, stale_prints: Iterable[str]) -> list[str]:

@@ -49,11 +49,11 @@ from ._generations import (
     begin,
     check,
     complete,
+    kept_target,
     leave_unswitched,
     rebuild_reasons,
     retire,
     switch,
-    target_name,
 )
 from ._generations import state as _state
 from ._owners import WRITER_KEY, other_writer, shared_reason, writer
@@ -478,7 +478,7 @@ async def _run_knowledge_base(
 
     reasons = await rebuild_reasons(kb, live, stale_prints) if options.beside else []
     if reasons:
-        target = target_name(kb, prints)
+        target = kept_target(kb, pointer, prints)
         write_kb = kb.pinned(target)
         existing = await _documents(write_kb)
         report.rebuild = Rebuild(
@@ -490,6 +490,7 @@ async def _run_knowledge_base(
                 for doc_id, summary in managed.items()
                 if doc_id in wanted and not (doc_id in existing and complete(existing[doc_id]))
             ),
+            kept=pointer is not None and any(g.collection == target for g in pointer.generations),
         )
         if others:
             # The switch would move the other writer's knowledge base to a collection
