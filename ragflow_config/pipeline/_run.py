@@ -527,7 +527,9 @@ async def _run_knowledge_base(
             raise RunRefused(
                 f"{kb.name}: the run would delete {len(gone)} of {len(managed)} documents "
                 f"({guard.share:.0%}, more than max_delete_fraction {guard.max_fraction:.0%}); "
-                "check the sources (a moved folder or an empty checkout?) or pass --force"
+                "check the sources (a moved folder or an empty checkout?); "
+                "`ragflow-config plan --force` lists what would be deleted, and `--force` "
+                "deletes it"
             )
 
     def finish(change: Change) -> None:

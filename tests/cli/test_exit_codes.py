@@ -235,6 +235,7 @@ FINDINGS = [
     Case("verify", "finding-drift", _fresh("verify"), EXIT_FINDINGS),  # all missing
     Case("verify", "finding-failed-file", _failing_file("verify"), EXIT_FINDINGS),
     Case("eval", "finding-missed-threshold", _missed_threshold, EXIT_FINDINGS),
+    Case("search", "finding-never-built", _fresh("search", "notes", "cats"), EXIT_FINDINGS),
     Case("delete", "finding-no-such-document", _indexed("delete", "notes", "x"), EXIT_FINDINGS),
     Case("rollback", "finding-nothing-to-roll-back", _indexed("rollback", "notes"), EXIT_FINDINGS),
     Case("copy", "finding-source-empty", _fresh("copy", "notes", "--from", "old"), EXIT_FINDINGS),
@@ -525,6 +526,16 @@ def test_a_rebuild_that_would_drop_a_file_the_live_collection_holds_is_not_switc
     assert code(["list", project.file, "notes"]) == EXIT_OK
     listed = capsys.readouterr().out
     assert "not switched" not in listed and "cats.md" not in listed and "dogs.md" in listed
+
+
+def test_a_search_of_a_knowledge_base_never_built_says_so(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 52: not "no results" and exit 0, which reads as a search that found nothing.
+    assert code(["search", project.file, "notes", "cats"]) == EXIT_FINDINGS
+    assert "knowledge base 'notes' was never built: its store has no collection 'notes'; " in (
+        capsys.readouterr().err
+    )
 
 
 def test_the_contract_names_each_code_once() -> None:

@@ -217,7 +217,8 @@ async def test_mass_deletion_is_refused_without_force(
         await pipeline.run(options=IN_PROCESS)
     assert str(refused.value) == (
         "docs: the run would delete 10 of 30 documents (33%, more than max_delete_fraction 20%); "
-        "check the sources (a moved folder or an empty checkout?) or pass --force"
+        "check the sources (a moved folder or an empty checkout?); `ragflow-config plan "
+        "--force` lists what would be deleted, and `--force` deletes it"
     )
     assert len(await stored_chunks(pipeline)) == 30  # refused before writing anything
     report = (await pipeline.run(options=RunOptions(workers=0, force=True))).knowledge_bases[0]
