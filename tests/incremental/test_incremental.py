@@ -111,8 +111,9 @@ async def test_edit_add_remove_plan_then_run(
         ("add", "part1/new.md"),
         ("delete", "part2/doc002.md"),
     }
-    # A plan parses only new files, to tell one a run would store from one it would skip.
-    assert CountingTextParser.calls == ["part1/new.md"]
+    # A plan parses what the run would write (issue 52): to tell a file a run would store
+    # from one it would skip, and to count the chunks the run writes.
+    assert sorted(CountingTextParser.calls) == ["part0/doc000.md", "part1/new.md"]
     assert len(await stored_chunks(pipeline)) == 30  # ...and writes nothing
 
     CountingTextParser.calls.clear()
@@ -277,8 +278,9 @@ async def test_chunk_0_holds_the_state_and_the_others_its_revision(
     # What `list --json` shows of each document, and what the next run decides by.
     assert set(state) == {
         *("path", "source", "content_hash", "media_type", "size_bytes"),
-        *("revision", "chunks", "fingerprint", "settings"),
+        *("revision", "chunks", "fingerprint", "settings", "writer"),
     }
+    assert state["writer"] == "pipeline.yaml#docs"  # the file's name and the knowledge base's
     # The fingerprint's parts, described (what a plan names as changed), beside their digests.
     assert (
         set(state["settings"]) == set(state["fingerprint"]) == {"embedding", "chunker", "parsers"}
