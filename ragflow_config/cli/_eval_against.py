@@ -7,6 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
+from ._eval_command import write_html
 from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, print_error, print_json
 
 HEAD_LABEL = "working tree"
@@ -103,7 +104,7 @@ def eval_against(args: argparse.Namespace) -> int:
             title = f"{name}: {base_label} against the {HEAD_LABEL}"
             blocks.append(f"{title}\n{format_comparison(base, head, version.ref, HEAD_LABEL)}")
     if args.html:
-        args.html.write_text(html_report(sections), encoding="utf-8")
+        write_html(args.html, html_report(sections))
     if args.json:
         print_json(
             {

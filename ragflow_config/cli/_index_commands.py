@@ -177,12 +177,6 @@ def _skipped(change: Change, on_error: str) -> bool:
     return change.action == "skipped" or (change.action == "failed" and on_error == "skip")
 
 
-def _rebuild_would_block(report: RunReport, kb: KnowledgeBaseReport) -> bool:
-    """A dry run's rebuild that the run would not switch to: a rebuild goes live only
-    when no file failed, skipped ones included."""
-    return report.dry_run and kb.rebuild is not None and kb.failures > 0
-
-
 def _exit_code(report: RunReport, pipeline: Pipeline, strict: bool) -> int:
     """1 when the run failed (or, for a plan, would): a file that failed and was not
     skipped, a skipped file under `--strict`, a stop at the first failure, a rebuild
@@ -191,9 +185,7 @@ def _exit_code(report: RunReport, pipeline: Pipeline, strict: bool) -> int:
     for kb in report.knowledge_bases:
         if kb.aborted or kb.no_files or (kb.rebuild and kb.rebuild.blocked):
             return EXIT_FINDINGS
-        if _rebuild_would_block(report, kb) or any(
-            _fails(c, on_error[kb.name], strict) for c in kb.changes
-        ):
+        if any(_fails(c, on_error[kb.name], strict) for c in kb.changes):
             return EXIT_FINDINGS
     return EXIT_OK
 
@@ -266,12 +258,6 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
             print(f"{kb.name}: {_vector_sources(kb)}")
         if kb.rebuild:
             _print_rebuild(kb.name, kb.rebuild, report.dry_run)
-            if _rebuild_would_block(report, kb):
-                print(
-                    f"{kb.name}: the rebuild would not be switched to: "
-                    f"{plural(kb.failures, 'file')} failed",
-                    file=sys.stderr,
-                )
         if kb.aborted:
             print(
                 f"{kb.name}: stopped at the first failure (on_error: fail): {kb.aborted}",
@@ -292,11 +278,17 @@ def _vector_sources(kb: KnowledgeBaseReport) -> str:
 
 def _print_rebuild(name: str, rebuild: Rebuild, dry_run: bool) -> None:
     if dry_run:
+        # One line on one stream, whichever way the run would go.
+        then = f"but not switch to it: {rebuild.blocked}" if rebuild.blocked else "then switch"
+        into = (
+            f"the kept collection {rebuild.target}, which this pipeline built"
+            if rebuild.kept
+            else rebuild.target
+        )
         print(
             f"{name}: would rebuild beside the live collection {rebuild.live} "
             f"({', '.join(rebuild.changed)} changed): "
-            f"about {plural(rebuild.chunks_to_embed, 'chunk')} to embed into {rebuild.target}, "
-            "then switch"
+            f"{plural(rebuild.chunks_to_embed, 'chunk')} to embed into {into}, " + then
         )
     elif rebuild.switched:
         retired = f"; deleted {', '.join(rebuild.retired)}" if rebuild.retired else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from ._output import UsageError, print_json
@@ -52,7 +53,13 @@ def register(commands: Commands) -> None:
         type=Path,
         default=DEFAULT_OUTPUT,
         metavar="FILE",
-        help=f"the pipeline file to write; never overwritten (default: {DEFAULT_OUTPUT})",
+        help=f"the pipeline file to write; never overwritten without --force "
+        f"(default: {DEFAULT_OUTPUT})",
+    )
+    init.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the pipeline file if it exists (default: never overwrite it)",
     )
     init.add_argument(
         "--json",
@@ -67,7 +74,9 @@ def _init(args: argparse.Namespace) -> int:
     from ..pipeline._init import InitRefused, write_pipeline
 
     try:
-        written = write_pipeline(args.folder, args.output, args.store, args.model)
+        written = write_pipeline(
+            args.folder, args.output, args.store, args.model, overwrite=args.force
+        )
     except InitRefused as exc:
         raise UsageError(str(exc)) from None
     found, draft, target = written.survey, written.draft, written.target
@@ -99,8 +108,19 @@ def _init(args: argparse.Namespace) -> int:
             f"e.g. {found.examples[media_type]}"
         )
     if not found.pdfs_checked:
-        print("  PDFs not checked for scanned pages: install the `rag` extra and init again")
+        print(f"  PDFs not checked for scanned pages: {install_line({'rag'})}, then {_again(args)}")
     print("next:")
     for step in next_steps:
         print(f"  {step}")
     return 0
+
+
+def _again(args: argparse.Namespace) -> str:
+    """This very `init`, every choice spelt out, to run again over the file it wrote."""
+    return shlex.join(
+        [
+            *("ragflow-config", "init", str(args.folder)),
+            *("--store", args.store, "--model", args.model, "--output", str(args.output)),
+            "--force",
+        ]
+    )

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._errors import RagflowError
 from .._gc import collector_paused
 from ._arguments import JoinedQuery, score_threshold, top_k
 from ._output import EXIT_FINDINGS, EXIT_OK, UsageError, plural, print_error, print_json
@@ -141,7 +142,16 @@ def _search(args: argparse.Namespace) -> int:
 
     async def search() -> int:
         async with pipeline.build([args.kb], search_only=True) as built:
-            hits = await built.knowledge_base(args.kb).search(
+            kb = built.knowledge_base(args.kb)
+            collection = await kb.live_collection()
+            if not await kb.vector_store.has_collection(collection):
+                # "no results" would read as a search that found nothing (and the
+                # search would create the collection, empty).
+                raise RagflowError(
+                    f"knowledge base {args.kb!r} was never built: its store has no "
+                    f"collection {collection!r}; run `ragflow-config run {args.file}` first"
+                )
+            hits = await kb.search(
                 [args.query],
                 top_k=args.top_k,
                 score_threshold=args.score_threshold,
@@ -280,7 +290,11 @@ async def _collections(kb: KnowledgeBase) -> str:
         for i, g in enumerate(pointer.generations)
     ]
     if pointer.building is not None:
-        names.append(f"{pointer.building.collection} (being rebuilt)")
+        building = pointer.building
+        state = (
+            f"not switched: {building.not_switched}" if building.not_switched else "being rebuilt"
+        )
+        names.append(f"{building.collection} ({state})")
     return ", ".join(names)
 
 

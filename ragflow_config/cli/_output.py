@@ -43,7 +43,8 @@ EXIT_CODES: tuple[tuple[int, str, str], ...] = (
         "no run wrote (`run` without `--adopt`); changes pending with `plan --check`; "
         "drift or such foreign documents (`verify`); a missed threshold (`eval`); stale schemas (`schema --check`); "
         "a document `copy` left out; a store or model that fails; a document id `delete` "
-        "does not find, nothing for `rollback` to switch back to",
+        "does not find, nothing for `rollback` to switch back to, a knowledge base "
+        "`search` finds never built",
     ),
     (
         EXIT_USAGE,

@@ -92,12 +92,10 @@ def _embedding(kb: KnowledgeBaseReport) -> str:
     if not writes:
         return "- **To embed:** nothing"
     tokens = math.ceil(kb.bytes_to_embed / BYTES_PER_TOKEN)
-    # A plan parses only new files: a stored document's chunks are counted as stored,
-    # which for another chunker is a guess.
-    as_stored = "; chunks counted as stored" if "chunker" in kb.fingerprint_changes else ""
+    # A plan parses and chunks every file the run would write: its chunks are the run's.
     text = (
-        f"- **To embed:** {_count(writes, 'document')}, ≈ {_count(kb.chunks_to_embed, 'chunk')}, "
-        f"≈ {tokens:,} tokens (file bytes ÷ {BYTES_PER_TOKEN}{as_stored})"
+        f"- **To embed:** {_count(writes, 'document')}, {_count(kb.chunks_to_embed, 'chunk')}, "
+        f"≈ {tokens:,} tokens (file bytes ÷ {BYTES_PER_TOKEN})"
     )
     model = f" with {_code(kb.embedding_model)}" if kb.embedding_model else ""
     price = kb.price_per_million_tokens
@@ -127,15 +125,15 @@ def _rebuild(kb: KnowledgeBaseReport) -> str:
     rebuild = kb.rebuild
     if rebuild is None:
         return ""
+    # One verdict: switched to, or not and why, never both.
+    then = f"not switched: {_text(rebuild.blocked)}" if rebuild.blocked else "then switch"
     text = (
-        f"- **Rebuild** beside {_code(rebuild.live)}, then switch: "
-        f"≈ {_count(rebuild.chunks_to_embed, 'stored chunk')} embedded again into "
-        f"{_code(rebuild.target)} ({_text(', '.join(rebuild.changed))} changed); "
+        f"- **Rebuild** beside {_code(rebuild.live)}: "
+        f"{_count(rebuild.chunks_to_embed, 'chunk')} to embed into "
+        f"{_code(rebuild.target)} ({_text(', '.join(rebuild.changed))} changed), {then}; "
         f"{_code(rebuild.live)} serves searches until the switch"
     )
-    if rebuild.blocked:
-        text += f"; not switched: {_text(rebuild.blocked)}"
-    elif rebuild.waiting:
+    if rebuild.waiting and not rebuild.blocked:
         text += f"; {_text(rebuild.waiting)}"
     return text
 

@@ -89,6 +89,8 @@ class BuiltPipeline:
     executor: ExecutorBase = field(default_factory=_local_executor)
     # What `run` embeds through (the models keep none of their own, so searches write nothing).
     embedding_cache: EmbeddingCacheBase | None = None
+    # The pipeline file's name, part of the writer identity runs stamp (see _owners).
+    pipeline_file: str = ""
 
     def knowledge_base(self, name: str) -> KnowledgeBase:
         try:

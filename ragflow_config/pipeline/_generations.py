@@ -42,6 +42,7 @@ class Rebuild:
     switched: bool = False
     blocked: str | None = None  # why the rebuild was not switched to
     waiting: str | None = None  # why the switch is left to a later step (sharded runs)
+    kept: bool = False  # the target is a kept collection this pipeline built: switching back
     retired: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,6 +65,16 @@ def target_name(kb: KnowledgeBase, prints: dict[str, str]) -> str:
     """The collection a rebuild for ``prints`` fills: the same for every run of that pipeline."""
     key = kb.pointer_name + json.dumps(prints, sort_keys=True)
     return f"{kb.collection}__{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def kept_target(kb: KnowledgeBase, pointer: Pointer | None, prints: dict[str, str]) -> str:
+    """The collection a rebuild for ``prints`` fills: a kept one built by the same
+    pipeline (a change reverted: it holds those vectors already, the one built before
+    pointers included), else a new one named by the fingerprint."""
+    for generation in pointer.generations[1:] if pointer is not None else []:
+        if generation.fingerprint == prints:
+            return generation.collection
+    return target_name(kb, prints)
 
 
 async def rebuild_reasons(kb: KnowledgeBase, live: str, stale_prints: Iterable[str]) -> list[str]:
@@ -133,17 +144,15 @@ def check(
     live_documents: dict[str, DocumentSummary],
     wanted: Iterable[str],
     skipped: set[str],
-    failures: int,
     prints: dict[str, str],
 ) -> str | None:
     """Why the rebuilt collection must not go live, or ``None`` when it may.
 
-    Every document in it is whole and built by this pipeline, no file failed,
-    and every file the live collection holds is in it, unless this run found
-    the pipeline now skips it (unsupported, empty, too large).
+    Every document in it is whole and built by this pipeline, and every file
+    the live collection holds is in it, unless this run found the pipeline now
+    skips it (unsupported, empty, too large), or it failed and ``failed_files``
+    let it go (``skipped`` then holds it too).
     """
-    if failures:
-        return f"{failures} file(s) failed"
     for summary in target_documents.values():
         where = state(summary).get("path", summary.document_id)
         if not complete(summary):
@@ -163,8 +172,52 @@ def check(
     return None
 
 
-async def switch(kb: KnowledgeBase, rebuild: Rebuild, keep_previous: int) -> None:
-    """Make the rebuilt collection live in one write; delete what ``keep_previous`` lets go."""
+@dataclass(frozen=True)
+class FailedFiles:
+    """Why a rebuild with failed files may not switch: the switch policy for failures.
+
+    A rebuild may switch when the live collection holds none of its failed
+    files whole (they failed there too, or are new: switching loses nothing),
+    or when they are at most ``max_failed_fraction`` of its files (those the
+    live collection holds are then dropped).
+    """
+
+    #: The failed files, by document id: their paths.
+    failed: dict[str, str]
+    files: int
+    max_failed_fraction: float
+
+    def refusal(self, live_documents: dict[str, DocumentSummary]) -> str | None:
+        """Why the rebuild must not switch, naming the files and the setting; ``None``: it may."""
+        held = [path for doc_id, path in self.failed.items() if _held(live_documents, doc_id)]
+        if not held:
+            return None
+        share = len(self.failed) / self.files if self.files else 1.0
+        if share <= self.max_failed_fraction:
+            return None
+        shown = ", ".join(sorted(held)[:_NAMED]) + (", ..." if len(held) > _NAMED else "")
+        return (
+            f"{len(self.failed)} of {self.files} file(s) failed ({share:.1%}), "
+            f"{len(held)} of which the live collection holds ({shown}): switching would drop "
+            f"them; fix them, or raise max_failed_fraction (now {self.max_failed_fraction:.0%}) "
+            f"to {share:.1%} to switch without them"
+        )
+
+
+_NAMED = 5  # failed files a refusal names
+
+
+def _held(documents: dict[str, DocumentSummary], doc_id: str) -> bool:
+    return doc_id in documents and complete(documents[doc_id])
+
+
+async def switch(
+    kb: KnowledgeBase, rebuild: Rebuild, keep_previous: int, *, empty_live: bool = False
+) -> None:
+    """Make the rebuilt collection live in one write; delete what ``keep_previous`` lets go.
+
+    ``empty_live``: the live collection holds nothing in scope (a first run that wrote
+    nothing made it), so it is no collection to roll back to, and goes too."""
     store = kb.vector_store
     pointer = await kb.read_pointer()
     if pointer is None or pointer.building is None or pointer.building.collection != rebuild.target:
@@ -173,13 +226,27 @@ async def switch(kb: KnowledgeBase, rebuild: Rebuild, keep_previous: int) -> Non
             "(another run?); run again"
         )
     others = [g for g in pointer.generations if g.collection != rebuild.target]
+    dropped = {pointer.live.collection} if empty_live else set()
+    kept = [g for g in others if g.collection not in dropped][:keep_previous]
     switched = Pointer(
-        generations=[pointer.building, *others[:keep_previous]],
-        retiring=[*pointer.retiring, *others[keep_previous:]],
+        generations=[pointer.building, *kept],
+        retiring=[*pointer.retiring, *(g for g in others if g not in kept)],
     )
     await store.write_pointer(kb.pointer_name, switched)
     rebuild.switched = True
     rebuild.retired = await retire(kb, switched)
+
+
+async def leave_unswitched(kb: KnowledgeBase, rebuild: Rebuild, note: str) -> None:
+    """Record on the pointer why the rebuild under way was not switched to (what `list`
+    shows), until a run resumes it."""
+    pointer = await kb.read_pointer()
+    if pointer is None or pointer.building is None or pointer.building.collection != rebuild.target:
+        return  # another run took the pointer over: its own state stands
+    building = pointer.building.model_copy(update={"not_switched": note})
+    await kb.vector_store.write_pointer(
+        kb.pointer_name, pointer.model_copy(update={"building": building})
+    )
 
 
 async def retire(kb: KnowledgeBase, pointer: Pointer) -> list[str]:

@@ -75,6 +75,7 @@ class Pipeline:
         async with build(
             self.spec, self._loaded.folder, self._registry, knowledge_bases, search_only=search_only
         ) as built:
+            built.pipeline_file = self.path.name
             yield built
 
     async def run(

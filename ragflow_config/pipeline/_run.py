@@ -45,16 +45,19 @@ from ._budget import ByteBudget
 from ._build import BuiltPipeline, IndexingPlan
 from ._generations import (
     STATE_KEY,
+    FailedFiles,
     Rebuild,
     begin,
     check,
     complete,
+    kept_target,
+    leave_unswitched,
     rebuild_reasons,
     retire,
     switch,
-    target_name,
 )
 from ._generations import state as _state
+from ._owners import WRITER_KEY, other_writer, shared_reason, writer
 from ._registry import default_registry
 from ._settings import SettingChange, described_settings, most_common_settings, setting_changes
 from ._sources import discover, source_kind
@@ -143,8 +146,8 @@ class KnowledgeBaseReport:
     setting_changes: list[SettingChange] = field(default_factory=list)
     #: ``None`` when the run deletes nothing by design (prune off, a shard).
     deletion_guard: DeletionGuard | None = None
-    #: A dry run's estimate of what the run would embed, over the files it would add,
-    #: update or repair: chunks (a new file's as parsed, a stored one's as stored) and bytes.
+    #: What a dry run found the run would write, over the files it would add, update or
+    #: repair, each parsed and chunked as the run would: chunks and bytes.
     chunks_to_embed: int = 0
     bytes_to_embed: int = 0
     embedding_model: str = ""
@@ -333,7 +336,7 @@ async def run(
     if options.executor is not None and options.executor != built.spec.execution.type:
         executor = cast(ExecutorBase, default_registry().get("executor", options.executor).cls())
     processes = None if options.dry_run else executor.start(chosen, options.workers)
-    # A dry run parses in this process only the new files it must check.
+    # A dry run parses in this process the files a run would write.
     concurrency = processes.files_in_flight if processes is not None else 4
     budget = ByteBudget(options.max_bytes_in_flight)
     # What exists before the run (imported modules, the caller's objects) is
@@ -428,8 +431,23 @@ async def _run_knowledge_base(
         # deletion guard's to judge.
         report.no_files = f"nothing written: collection {live} does not exist yet"
         return report
-    managed = {doc_id: s for doc_id, s in live_documents.items() if _state(s)}
     wanted = {document_id(kb.name, f.origin, f.relative): f for f in files}
+    own = writer(plan.spec, built.pipeline_file)
+    # Another writer's documents (a knowledge base of another file sharing the collection
+    # and scope) are reported and never touched: not pruned, updated or repaired.
+    others = {
+        doc_id: name
+        for doc_id, summary in live_documents.items()
+        if _state(summary)
+        and doc_id not in wanted
+        and (name := other_writer(summary, kb.name, own)) is not None
+    }
+    for doc_id, name in others.items():
+        path = _state(live_documents[doc_id]).get("path", live_documents[doc_id].source)
+        report.changes.append(Change("foreign", path, doc_id, shared_reason(name, live)))
+    managed = {
+        doc_id: s for doc_id, s in live_documents.items() if _state(s) and doc_id not in others
+    }
     todo = {
         doc_id: file
         for doc_id, file in wanted.items()
@@ -460,7 +478,7 @@ async def _run_knowledge_base(
 
     reasons = await rebuild_reasons(kb, live, stale_prints) if options.beside else []
     if reasons:
-        target = target_name(kb, prints)
+        target = kept_target(kb, pointer, prints)
         write_kb = kb.pinned(target)
         existing = await _documents(write_kb)
         report.rebuild = Rebuild(
@@ -472,7 +490,19 @@ async def _run_knowledge_base(
                 for doc_id, summary in managed.items()
                 if doc_id in wanted and not (doc_id in existing and complete(existing[doc_id]))
             ),
+            kept=pointer is not None and any(g.collection == target for g in pointer.generations),
         )
+        if others:
+            # The switch would move the other writer's knowledge base to a collection
+            # without its documents, and retiring the old one would delete them.
+            shared = (
+                f"collection {live} holds {len(others)} document(s) of another writer "
+                f"({min(others.values())}) in this scope, which a switch would leave behind; "
+                "give each knowledge base its own metadata_filter (or collection)"
+            )
+            if not options.dry_run:
+                raise RunRefused(f"{kb.name}: not rebuilding beside {live}: {shared}")
+            report.rebuild.blocked = f"{shared}; the live collection {live} would stay live"
         if not options.dry_run:
             await begin(kb, pointer, report.rebuild, prints, live_documents.values())
         rebuilt_because = f"pipeline changed: {', '.join(reasons)}"
@@ -497,7 +527,9 @@ async def _run_knowledge_base(
             raise RunRefused(
                 f"{kb.name}: the run would delete {len(gone)} of {len(managed)} documents "
                 f"({guard.share:.0%}, more than max_delete_fraction {guard.max_fraction:.0%}); "
-                "check the sources (a moved folder or an empty checkout?) or pass --force"
+                "check the sources (a moved folder or an empty checkout?); "
+                "`ragflow-config plan --force` lists what would be deleted, and `--force` "
+                "deletes it"
             )
         refusing = not options.force and not (options.dry_run and options.report_refusal)
         if refusing and (emptied := _remote_source_over(gone, managed, guard)):
@@ -539,29 +571,24 @@ async def _run_knowledge_base(
                 digest,
                 prints,
                 settings,
+                own,
                 existing.get(doc_id),
                 processes,
                 ahead.files(),
                 report.vectors,
             )
-        elif change.action == "add":
-            # A dry run parses new files, as a run would, so that one the
-            # pipeline skips (empty, unsupported, unparsable) is not reported
-            # as pending or missing on every run.
-            outcome = await _prepare(plan, change, file, data, None, 0)
+        elif change.action in ("add", "update", "repair"):
+            # A dry run parses what the run would write, as the run would: a file the
+            # pipeline skips (empty, unsupported) or fails to parse is reported as the
+            # run reports it (an edit that fails keeps its old version: no drift), and
+            # the chunks counted are those the run would write.
+            stored = doc_id in existing
+            outcome = await _prepare(plan, change, file, data, None, 0, stored=stored)
             if isinstance(outcome, Change):
                 change = outcome
             else:
                 report.chunks_to_embed += len(outcome.chunks)
                 report.bytes_to_embed += len(data)
-        elif change.action in ("update", "repair"):
-            # Not parsed: as many chunks as the stored version has, which a
-            # rebuild for another chunker only approximates.
-            stored = existing.get(doc_id) or managed.get(doc_id)
-            recorded = _state(stored).get("chunks") if stored is not None else None
-            chunks = recorded if isinstance(recorded, int) else stored.chunk_count if stored else 0
-            report.chunks_to_embed += chunks
-            report.bytes_to_embed += len(data)
         return change
 
     # A fixed set of tasks shares one iterator over the files, so a run holds
@@ -622,11 +649,23 @@ async def _run_knowledge_base(
         report.changes.append(change)
         if options.progress:
             options.progress(kb.name, change)
-    if report.rebuild and not options.dry_run:
+    if report.rebuild and options.dry_run:
+        # What the run would embed and decide, as the plan parsed the files.
+        report.rebuild.chunks_to_embed = report.chunks_to_embed
+        refusal = _failed_files(plan, report, len(wanted)).refusal(managed)
+        if refusal is not None and report.rebuild.blocked is None:
+            report.rebuild.blocked = f"{refusal}; the live collection {live} would stay live"
+    elif report.rebuild:
+        empty_live = not live_documents  # nothing in scope, of any writer
         await _finish_rebuild(
-            plan, write_kb, report, report.rebuild, prints, wanted, managed, options
+            plan, write_kb, report, report.rebuild, prints, wanted, managed, options, empty_live
         )
     return _sorted(report)
+
+
+def _failed_files(plan: IndexingPlan, report: KnowledgeBaseReport, files: int) -> FailedFiles:
+    failed = {c.document_id: c.path for c in report.changes if c.failed}
+    return FailedFiles(failed, files, plan.spec.max_failed_fraction)
 
 
 async def _documents(kb: KnowledgeBase) -> dict[str, DocumentSummary]:
@@ -647,8 +686,10 @@ async def _finish_rebuild(
     wanted: dict[str, SourceFile],
     live_documents: dict[str, DocumentSummary],
     options: RunOptions,
+    empty_live: bool,
 ) -> None:
-    """Clear what the rebuilt collection holds of gone files, check it, and switch to it."""
+    """Clear what the rebuilt collection holds of gone files, check it, and switch to it
+    (``empty_live``: dropping the live collection, which holds nothing in scope)."""
     kb = plan.knowledge_base
     built = {s.document_id: s for s in await write_kb.list_documents()}
     for doc_id in [doc_id for doc_id in built if doc_id not in wanted]:
@@ -657,14 +698,22 @@ async def _finish_rebuild(
     if options.shard:
         rebuild.waiting = "a shard builds a part: `run --prune-only` switches once every shard ran"
         return
+    failed = _failed_files(plan, report, len(wanted))
+    refusal = failed.refusal(live_documents)
+    if refusal is not None:
+        rebuild.blocked = f"{refusal}; the live collection {rebuild.live} stays live"
+        count = len(failed.failed)
+        await leave_unswitched(kb, rebuild, f"{count} file{'' if count == 1 else 's'} failed")
+        return
     skipped = {
         c.document_id for c in report.changes if c.action in ("unsupported", "empty", "skipped")
     }
-    problem = check(built, live_documents, wanted, skipped, report.failures, prints)
+    problem = check(built, live_documents, wanted, skipped | set(failed.failed), prints)
     if problem is not None:
         rebuild.blocked = f"{problem}; the live collection {rebuild.live} stays live"
+        await leave_unswitched(kb, rebuild, problem)
         return
-    await switch(kb, rebuild, plan.spec.keep_previous)
+    await switch(kb, rebuild, plan.spec.keep_previous, empty_live=empty_live)
 
 
 def in_shard(doc_id: str, shard: tuple[int, int] | None) -> bool:
@@ -911,13 +960,14 @@ async def _write(
     digest: str,
     prints: dict[str, str],
     settings: dict[str, Any],
+    own: str,
     previous: DocumentSummary | None,
     processes: StartedExecutor | None,
     files_ahead: int,
     counts: VectorCounts,
 ) -> Change:
     """Write a file's new version; ``prints`` and ``settings`` describe the pipeline,
-    ``counts`` gains where its vectors came from."""
+    ``own`` is its writer, ``counts`` gains where its vectors came from."""
     prepared = await _prepare(
         plan, change, file, data, processes, files_ahead, stored=previous is not None
     )
@@ -945,6 +995,7 @@ async def _write(
             "fingerprint": prints,
             # Described beside the digests, never digested: what a plan names as changed.
             "settings": settings,
+            WRITER_KEY: own,
         }
         chunks[0] = chunks[0].model_copy(
             update={"metadata": {**chunks[0].metadata, STATE_KEY: state}}

@@ -150,6 +150,15 @@ class KnowledgeBaseSpec(_Strict):
         description="Scope: every chunk gets these metadata values, and every search, "
         "listing and deletion is restricted to them.",
     )
+    owner: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The writer identity each record of this knowledge base carries: a run "
+        "deletes, updates or repairs only its own writer's documents, and reports another's "
+        "in its collection and scope as foreign. Default: the pipeline file's name and the "
+        "knowledge base's (`team-a.yaml#docs`); set it to keep the identity when the file "
+        "is renamed.",
+    )
     on_error: Literal["fail", "skip"] = Field(
         default="skip",
         description="A file that fails to parse: stop the run (`fail`) or report it and go on.",
@@ -171,6 +180,15 @@ class KnowledgeBaseSpec(_Strict):
         le=1,
         description="A run or plan that would delete more than this share of the documents "
         "refuses unless forced: an empty checkout must not wipe an index.",
+    )
+    max_failed_fraction: float = Field(
+        default=0,
+        ge=0,
+        le=1,
+        description="A rebuild beside the live collection switches although files failed "
+        "when the live collection holds none of them (they failed there too, or are new), or "
+        "when they are at most this share of its files: those the live collection holds are "
+        "then dropped. Default 0: a failed file the live collection holds keeps it live.",
     )
     keep_previous: int = Field(
         default=1,

@@ -311,7 +311,9 @@ class KnowledgeBase:
         prepared = self._prepare(chunks, document_metadata or {})
         if not prepared:
             return document_id
-        collection = await self.ensure_collection()
+        # Made once the first vectors are in hand: a model that fails (a hosted one
+        # without its key) must not leave an empty collection behind.
+        collection: str | None = None
         if embeddings is not None:
             self._check_vectors(embeddings, len(prepared))
         # Last chunk first, so chunk 0 lands in the last batch.
@@ -327,6 +329,8 @@ class KnowledgeBase:
                     vectors = await self._embed(batch_chunks, reuse or {}, counts)
                 else:
                     vectors = [embeddings[i] for i in batch]
+                if collection is None:
+                    collection = await self.ensure_collection()
                 # Chunks were validated when made and vectors checked above; validating
                 # every float again cost more than the rest of the bookkeeping.
                 records = [
@@ -342,7 +346,7 @@ class KnowledgeBase:
                 writing = True
                 await self._vector_store.insert(collection, records)
         except BaseException:
-            if writing:
+            if writing and collection is not None:
                 await self._remove_partial(document_id, collection)
             raise
         return document_id

@@ -38,11 +38,13 @@ class Serving:
     url: str
     mcp_path: str
     knowledge_bases: tuple[str, ...]
+    ui: bool = False  # whether the retrieval-testing page is served, at /ui
 
     def __str__(self) -> str:
+        page = f"; the retrieval-testing page at {self.url}/ui" if self.ui else ""
         return (
             f"serving {', '.join(self.knowledge_bases)} on {self.url} (MCP at {self.mcp_path}; "
-            "API description at /openapi.json)"
+            f"API description at /openapi.json{page})"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -51,6 +53,7 @@ class Serving:
             "mcp": self.url + self.mcp_path,
             "openapi": f"{self.url}/openapi.json",
             "knowledge_bases": list(self.knowledge_bases),
+            **({"ui": f"{self.url}/ui"} if self.ui else {}),
         }
 
 
@@ -119,6 +122,7 @@ async def serve_http(
                 f"http://{shown}:{port}",
                 options.mcp_path,
                 tuple(info.name for info in service.infos),
+                ui=options.ui,
             )
 
             def ready() -> None:

@@ -100,6 +100,19 @@ def test_a_local_qdrant_store_not_created_yet_passes_and_is_not_created(
     assert snapshot(tmp_path) == before
 
 
+def test_a_local_store_where_no_file_can_be_written_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 52: /proc passes a permission and mount check (as root, mounted writable),
+    # yet takes no new file; the check writes one, as the run would.
+    file = project(tmp_path, "{type: qdrant, parameters: {path: /proc/ragflow/qdrant}}")
+    code, lines = check_env(capsys, file)
+    assert code == 1, lines
+    assert "cannot create /proc/ragflow/qdrant: /proc is not writable" in line(
+        lines, "FAILED vector store vector_stores.main (qdrant):"
+    )
+
+
 def test_a_local_qdrant_store_that_exists_opens_and_is_left_as_it_was(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

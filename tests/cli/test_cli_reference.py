@@ -76,8 +76,11 @@ def _exit_codes() -> list[str]:
         "parse: each reports it as skipped, with its reason, and exits 0; `--strict` makes "
         "it a finding (1) for all three. Under `on_error: fail` it is a finding, and `run` "
         "stops at the first. A file that cannot be read is always a finding, and so is a "
-        "rebuild that is not switched to: a rebuild goes live only when no file failed, "
-        "skipped ones included.",
+        "rebuild that is not switched to. A rebuild with failed files, skipped ones "
+        "included, goes live when the live collection holds none of them (they failed "
+        "there too, or are new) or when they are at most the knowledge base's "
+        "`max_failed_fraction` of its files; `plan` says which, on stdout, and exits "
+        "as the run would.",
         "",
         f"A reader that closes the pipe early (`ragflow-config list ... | head`) ends the "
         f"command with {EXIT_CLOSED_PIPE}, a shell's code for SIGPIPE, and no traceback.",

@@ -142,7 +142,8 @@ def test_the_mass_deletion_guard_stops_plan_and_run_until_forced(cli: Cli, tmp_p
 
     refusal = "docs: the run would delete 2 of 3 documents (67%, more than max_delete_fraction 20%)"
     assert cli("plan") == EXIT_FINDINGS
-    assert refusal in cli.err and "pass --force" in cli.err
+    assert refusal in cli.err
+    assert "`ragflow-config plan --force` lists what would be deleted" in cli.err
     assert cli("run") == EXIT_FINDINGS
     assert refusal in cli.err
     assert len(cli.documents()) == 3  # refused before writing anything

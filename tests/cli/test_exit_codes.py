@@ -237,6 +237,7 @@ FINDINGS = [
     Case("verify", "finding-drift", _fresh("verify"), EXIT_FINDINGS),  # all missing
     Case("verify", "finding-failed-file", _failing_file("verify"), EXIT_FINDINGS),
     Case("eval", "finding-missed-threshold", _missed_threshold, EXIT_FINDINGS),
+    Case("search", "finding-never-built", _fresh("search", "notes", "cats"), EXIT_FINDINGS),
     Case("delete", "finding-no-such-document", _indexed("delete", "notes", "x"), EXIT_FINDINGS),
     Case("rollback", "finding-nothing-to-roll-back", _indexed("rollback", "notes"), EXIT_FINDINGS),
     Case("copy", "finding-source-empty", _fresh("copy", "notes", "--from", "old"), EXIT_FINDINGS),
@@ -446,6 +447,32 @@ def test_with_on_error_skip_run_plan_and_verify_agree_on_files_that_do_not_parse
     assert json.loads(capsys.readouterr().out)["healthy"] is False
 
 
+def test_run_plan_and_verify_agree_on_an_edit_that_does_not_parse(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 52, trap 9: the run keeps the old version and skips the edit; the plan and
+    # verify, which parse the edited file as the run does, say the same, not "update"
+    # or "drift".
+    project.run()
+    capsys.readouterr()
+    (project.folder / "corpus" / "cats.md").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    reason = "not valid utf-8 at byte 3"
+    assert code(["plan", project.file]) == EXIT_OK
+    plan = _both(capsys)
+    assert f"  skipped     cats.md  ({reason}" in plan and "  update " not in plan
+    assert "would write 0 chunks" in plan
+    assert code(["verify", project.file]) == EXIT_OK
+    assert f"notes: skipped    cats.md  ({reason}" in _both(capsys)
+    assert code(["run", project.file, "--workers", "0"]) == EXIT_OK
+    assert f"notes: skipped cats.md: {reason}" in _both(capsys)
+    for command in (["run", project.file, "--workers", "0"], ["plan", project.file]):
+        assert code([*command, "--strict"]) == EXIT_FINDINGS, command
+    assert code(["verify", project.file, "--strict"]) == EXIT_FINDINGS
+    capsys.readouterr()
+    assert code(["search", project.file, "notes", "cats sleep"]) == EXIT_OK
+    assert "Cats sleep twelve" in capsys.readouterr().out  # the old version stays
+
+
 def test_with_on_error_fail_a_file_that_does_not_parse_fails_run_plan_and_verify(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -471,20 +498,66 @@ def test_a_file_that_cannot_be_read_is_a_finding_even_under_on_error_skip(
     assert code(["verify", project.file]) == EXIT_FINDINGS
 
 
-def test_a_plan_says_a_rebuild_would_not_be_switched_to_while_files_fail(
+def test_a_rebuild_switches_when_its_failed_files_failed_in_the_live_collection_too(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A rebuild goes live only when no file failed, skipped ones included: the run
-    # exits 1 (a rebuild not switched to), and the plan, which can tell, says so too.
+    # Issue 52: the same files failed in the live collection, so switching loses nothing.
+    # The plan says "then switch" and nothing else, on stdout; both exit 0 (skipped files).
     project.run()
-    project.corrupt(1)
+    project.corrupt(2)
     assert code(["run", project.file, "--workers", "0"]) == EXIT_OK
     project.write(dimensions=128)
     capsys.readouterr()
-    assert code(["plan", project.file]) == EXIT_FINDINGS
-    assert "notes: the rebuild would not be switched to: 1 file failed" in _both(capsys)
+    assert code(["plan", project.file]) == EXIT_OK
+    plan = capsys.readouterr()
+    assert "to embed into notes__" in plan.out and plan.out.count("then switch") == 1
+    assert "switch" not in plan.err
+    assert code(["run", project.file, "--workers", "0"]) == EXIT_OK
+    assert "switched to notes__" in capsys.readouterr().out
+    assert code(["run", project.file, "--workers", "0", "--strict"]) == EXIT_FINDINGS
+
+
+def test_a_rebuild_that_would_drop_a_file_the_live_collection_holds_is_not_switched_to(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.run()
+    (project.folder / "corpus" / "cats.md").write_bytes("caf\xe9\n".encode("latin-1"))
+    project.write(dimensions=128)
+    capsys.readouterr()
+    assert code(["plan", project.file]) == EXIT_FINDINGS  # as the run will
+    plan = capsys.readouterr()
+    assert "to embed into notes__" in plan.out and "but not switch to it: 1 of 5" in plan.out
+    assert "switch" not in plan.err
     assert code(["run", project.file, "--workers", "0"]) == EXIT_FINDINGS
-    assert "not switched to: 1 file(s) failed" in _both(capsys)
+    refusal = capsys.readouterr().err
+    assert "not switched to: 1 of 5 file(s) failed" in refusal, refusal
+    assert "the live collection holds (cats.md)" in refusal
+    assert "raise max_failed_fraction (now 0%) to 20.0%" in refusal
+    project.write()  # `list` through the live collection's model
+    assert code(["list", project.file, "notes"]) == EXIT_OK
+    assert "(not switched: 1 file failed)" in capsys.readouterr().out
+    # Within max_failed_fraction the rebuild goes live without the file: exit 0.
+    project.write(dimensions=128)
+    text = project.path.read_text(encoding="utf-8")
+    project.path.write_text(
+        text.replace("on_error: skip", "on_error: skip\n    max_failed_fraction: 0.2"),
+        encoding="utf-8",
+    )
+    assert code(["run", project.file, "--workers", "0"]) == EXIT_OK
+    assert "switched to notes__" in capsys.readouterr().out
+    assert code(["list", project.file, "notes"]) == EXIT_OK
+    listed = capsys.readouterr().out
+    assert "not switched" not in listed and "cats.md" not in listed and "dogs.md" in listed
+
+
+def test_a_search_of_a_knowledge_base_never_built_says_so(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 52: not "no results" and exit 0, which reads as a search that found nothing.
+    assert code(["search", project.file, "notes", "cats"]) == EXIT_FINDINGS
+    assert "knowledge base 'notes' was never built: its store has no collection 'notes'; " in (
+        capsys.readouterr().err
+    )
 
 
 def test_the_contract_names_each_code_once() -> None:

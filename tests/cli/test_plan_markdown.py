@@ -160,7 +160,8 @@ def test_the_plan_comment_matches_its_golden_file(name: str, tmp_path: Path) -> 
 def test_the_comment_names_each_changed_value_and_the_rebuild(tmp_path: Path) -> None:
     text = rebuild(tmp_path)
     assert "`chunker.parameters.chunk_size 256 → 128`" in text
-    assert "- **Rebuild** beside `docs`, then switch" in text
+    assert "- **Rebuild** beside `docs`: 16 chunks to embed into `docs__" in text
+    assert "(chunker changed), then switch;" in text
     assert "<details><summary>Update (12)</summary>" in text and FOLD_OVER < 12
 
 

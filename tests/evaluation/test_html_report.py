@@ -107,7 +107,9 @@ def test_one_run_has_a_bar_per_query_lowest_first(
     out = tmp_path / "one.html"
     capsys.readouterr()
     assert main(["eval", str(dense), "--json", "--html", str(out)]) == 0
-    [result] = json.loads(capsys.readouterr().out)["results"]["notes"].values()
+    printed = capsys.readouterr()
+    assert printed.err == f"wrote the HTML report to {out}\n"  # stdout: the JSON alone
+    [result] = json.loads(printed.out)["results"]["notes"].values()
     report = out.read_text(encoding="utf-8")
     drawn = bars(svg(report, "per-query"))
     values = {q["id"]: q["metrics"]["ndcg"] for q in result["queries"]}

@@ -174,6 +174,37 @@ async def test_rollback_restores_the_previous_results_and_the_next_run_switches_
     assert await hits(new) == after
 
 
+async def test_a_reverted_change_switches_back_to_the_kept_collection_without_embedding(
+    tmp_path: Path, registry: Registry
+) -> None:
+    # Issue 52, trap 2: chunk_size 64 -> 32 -> 64 embeds nothing on the way back, and the
+    # kept collection (here the one built in place, before any pointer) is switched to,
+    # not deleted.
+    await project(tmp_path, registry, chunk_size=64).run(options=IN_PROCESS)
+    smaller = await project(tmp_path, registry, chunk_size=32).run(options=IN_PROCESS)
+    [smaller_report] = smaller.knowledge_bases
+    assert smaller_report.rebuild is not None and smaller_report.rebuild.switched
+    back = project(tmp_path, registry, chunk_size=64)
+    embedded = CountingHashing.texts
+    [plan] = (await back.run(options=RunOptions(workers=0, dry_run=True))).knowledge_bases
+    assert plan.rebuild is not None and plan.rebuild.kept
+    assert plan.rebuild.target == "docs" and plan.rebuild.chunks_to_embed == 0
+    [report] = (await back.run(options=IN_PROCESS)).knowledge_bases
+    assert report.rebuild is not None and report.rebuild.switched and report.rebuild.kept
+    assert report.rebuild.retired == [] and report.count("unchanged") == 12
+    assert CountingHashing.texts == embedded  # not one text embedded
+    kb, built = await handle(back)
+    try:
+        pointer = await kb.read_pointer()
+        assert pointer is not None
+        assert [g.collection for g in pointer.generations] == [
+            "docs",
+            smaller_report.rebuild.target,
+        ]
+    finally:
+        await built.__aexit__(None, None, None)
+
+
 async def test_keep_previous_bounds_the_collections_kept(
     tmp_path: Path, registry: Registry
 ) -> None:
@@ -246,7 +277,8 @@ async def test_a_failed_file_keeps_the_live_collection(tmp_path: Path, registry:
     result = await new.run(options=IN_PROCESS)
     report = result.knowledge_bases[0]
     assert report.rebuild is not None and not report.rebuild.switched
-    assert report.rebuild.blocked == "1 file(s) failed; the live collection docs stays live"
+    assert report.rebuild.blocked.startswith("1 of 12 file(s) failed (8.3%), 1 of which")
+    assert report.rebuild.blocked.endswith("; the live collection docs stays live")
     assert result.failed
     assert await hits(old) == before
 

@@ -111,8 +111,9 @@ async def test_edit_add_remove_plan_then_run(
         ("add", "part1/new.md"),
         ("delete", "part2/doc002.md"),
     }
-    # A plan parses only new files, to tell one a run would store from one it would skip.
-    assert CountingTextParser.calls == ["part1/new.md"]
+    # A plan parses what the run would write (issue 52): to tell a file a run would store
+    # from one it would skip, and to count the chunks the run writes.
+    assert sorted(CountingTextParser.calls) == ["part0/doc000.md", "part1/new.md"]
     assert len(await stored_chunks(pipeline)) == 30  # ...and writes nothing
 
     CountingTextParser.calls.clear()
@@ -217,7 +218,8 @@ async def test_mass_deletion_is_refused_without_force(
         await pipeline.run(options=IN_PROCESS)
     assert str(refused.value) == (
         "docs: the run would delete 10 of 30 documents (33%, more than max_delete_fraction 20%); "
-        "check the sources (a moved folder or an empty checkout?) or pass --force"
+        "check the sources (a moved folder or an empty checkout?); `ragflow-config plan "
+        "--force` lists what would be deleted, and `--force` deletes it"
     )
     assert len(await stored_chunks(pipeline)) == 30  # refused before writing anything
     report = (await pipeline.run(options=RunOptions(workers=0, force=True))).knowledge_bases[0]
@@ -276,8 +278,9 @@ async def test_chunk_0_holds_the_state_and_the_others_its_revision(
     # What `list --json` shows of each document, and what the next run decides by.
     assert set(state) == {
         *("path", "source", "content_hash", "media_type", "size_bytes"),
-        *("revision", "chunks", "fingerprint", "settings"),
+        *("revision", "chunks", "fingerprint", "settings", "writer"),
     }
+    assert state["writer"] == "pipeline.yaml#docs"  # the file's name and the knowledge base's
     # The fingerprint's parts, described (what a plan names as changed), beside their digests.
     assert (
         set(state["settings"]) == set(state["fingerprint"]) == {"embedding", "chunker", "parsers"}

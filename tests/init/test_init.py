@@ -10,6 +10,7 @@ PNG of three lines of a real scanned notice, which only OCR reads.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import shutil
@@ -207,10 +208,39 @@ def test_init_never_overwrites_a_file(tmp_path: Path, capsys: pytest.CaptureFixt
     code, out, err = cli(capsys, "init", str(tmp_path / "docs"), "-o", str(existing))
     assert code == EXIT_USAGE and out == ""
     assert err == (
-        f"error: {existing} exists; init never overwrites a file: move it, or name another "
-        "with --output\n"
+        f"error: {existing} exists; init never overwrites a file unless --force: move it, "
+        "name another with --output, or pass --force to replace it\n"
     )
     assert existing.read_text() == "mine\n"
+
+
+def test_the_advice_to_init_again_is_a_command_that_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 52, trap 7: "install the rag extra and init again" looped, as a second init was
+    # refused. The advice is now the exact command, with --force, and it runs.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(FIXTURES / "multilingual.pdf", docs / "multilingual.pdf")
+    output = tmp_path / "kb.yaml"
+    real_find_spec = importlib.util.find_spec
+    with monkeypatch.context() as without_pdfplumber:
+        without_pdfplumber.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, *a: None if name == "pdfplumber" else real_find_spec(name, *a),
+        )
+        code, out, _ = cli(capsys, "init", str(docs), "--model", "hashing", "-o", str(output))
+    assert code == 0
+    [advice] = [line for line in out.splitlines() if "PDFs not checked" in line]
+    again = (
+        f"ragflow-config init {docs} --store qdrant-edge --model hashing --output {output} --force"
+    )
+    assert advice == (
+        f"  PDFs not checked for scanned pages: {install_line({'rag'})}, then {again}"
+    )
+    code, out, _ = cli(capsys, *again.split()[1:])
+    assert code == 0 and out.startswith(f"wrote {output}:") and "PDFs not checked" not in out
 
 
 def test_a_folder_with_nothing_to_index_writes_nothing(

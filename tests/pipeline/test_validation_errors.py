@@ -18,8 +18,8 @@ def test_unknown_keys_point_at_the_key_and_list_the_expected_ones(check: Check) 
         "vector_stores, version",
         "unknown_keys.yaml:14:5: knowledge_bases[0].colour: unknown key 'colour'; expected one "
         "of: chunker, collection, description, embedding, evaluation, keep_previous, "
-        "max_delete_fraction, "
-        "max_file_bytes, metadata_filter, name, on_error, parsers, prune, retrieval, sources, vector_store",
+        "max_delete_fraction, max_failed_fraction, max_file_bytes, metadata_filter, name, "
+        "on_error, owner, parsers, prune, retrieval, sources, vector_store",
         "unknown_keys.yaml:19:9: knowledge_bases[0].chunker.parameters.chunk_overlap: unknown "
         "key 'chunk_overlap'; expected one of: boundaries, chunk_size, overlap",
     ]

@@ -99,6 +99,8 @@ def test_the_document_browser_lists_documents_and_one_documents_chunks_in_order(
     indexed: Path, server_process: type[ServerProcess]
 ) -> None:
     server = server_process(str(indexed), "--ui")  # no token: the page is open
+    # The announcement names the page's address (issue 52), not only the API's.
+    assert f"the retrieval-testing page at {server.url}/ui)" in server.log
     with httpx.Client(base_url=server.url) as client:
         listing = client.get("/ui/kb/pets/documents")
         assert listing.status_code == 200

@@ -55,14 +55,21 @@ class Written:
 
 
 def write_pipeline(
-    folder: Path, output: Path, store: Store = "qdrant-edge", model: Model = "minilm"
+    folder: Path,
+    output: Path,
+    store: Store = "qdrant-edge",
+    model: Model = "minilm",
+    *,
+    overwrite: bool = False,
 ) -> Written:
-    """Survey ``folder`` and write a pipeline file for it at ``output``, which must not exist."""
+    """Survey ``folder`` and write a pipeline file for it at ``output``, which must not
+    exist unless ``overwrite``."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder")
-    if output.exists():
+    if output.exists() and not overwrite:
         raise InitRefused(
-            f"{output} exists; init never overwrites a file: move it, or name another with --output"
+            f"{output} exists; init never overwrites a file unless --force: move it, name "
+            "another with --output, or pass --force to replace it"
         )
     found = survey(folder, leave_out={output})
     registry = default_registry()
@@ -88,7 +95,8 @@ def write_pipeline(
     )
     text = render(draft, found, target)
     home.mkdir(parents=True, exist_ok=True)
-    with open(output, "x", encoding="utf-8") as file:  # "x": never over a file made meanwhile
+    # "x": never over a file made meanwhile, unless asked to replace one.
+    with open(output, "w" if overwrite else "x", encoding="utf-8") as file:
         file.write(text)
     schemas = home / SCHEMA_FOLDER
     write_schemas(registry, schemas)

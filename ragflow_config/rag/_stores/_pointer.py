@@ -33,6 +33,11 @@ class Generation(BaseModel):
     fingerprint: dict[str, str] = Field(
         default_factory=dict, description="The pipeline fingerprint the collection was built by."
     )
+    not_switched: str | None = Field(
+        default=None,
+        description="Why the last run left this rebuild without switching to it "
+        '("2 files failed"); none while one is under way.',
+    )
 
 
 class Pointer(BaseModel):

@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import random
+import tempfile
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -384,7 +385,9 @@ def in_use(store: str, path: Path) -> VectorStoreError:
 
 def creatable(store: str, path: Path) -> str:
     """What a run would do with a local store's ``path`` that does not exist yet: create it,
-    in its nearest existing folder, which must be a writable folder. Creates nothing."""
+    in its nearest existing folder, which must be a writable folder. Leaves nothing: a file
+    is written there and removed, since permission bits and mount flags do not tell (root
+    passes every access check, and `/proc` is mounted writable but takes no new file)."""
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -392,12 +395,16 @@ def creatable(store: str, path: Path) -> str:
         raise VectorStoreError(
             store, f"cannot create {path}: {folder} is a file, not a folder; choose another path"
         )
-    if not os.access(folder, os.W_OK | os.X_OK) or _mounted_read_only(str(folder)):
+    try:
+        handle, written = tempfile.mkstemp(prefix=".ragflow-write-check-", dir=folder)
+    except OSError as exc:
         raise VectorStoreError(
             store,
-            f"cannot create {path}: {folder} is not writable; check its permissions, "
-            "or choose another path",
-        )
+            f"cannot create {path}: {folder} is not writable ({exc.strerror or exc}); check "
+            "its permissions, or choose another path",
+        ) from None
+    os.close(handle)
+    os.unlink(written)
     return f"{path} does not exist yet; `run` creates it"
 
 
