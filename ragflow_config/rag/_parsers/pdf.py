@@ -16,7 +16,7 @@ from ..._extras import require
 from ...message import TextBlock
 from .._document import Section
 from ._content import damaged, password_protected, wrong_content
-from ._ocr import OcrMode, ocr_requires, recognise
+from ._ocr import MIN_CONFIDENCE_DESCRIPTION, OcrMode, ocr_requires, recognise
 from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table
 from .base import ParserBase
 
@@ -88,6 +88,7 @@ class PDFParser(ParserBase):
     requires: ClassVar[dict[str, str]] = {"pypdfium2": "rag", "pdfplumber": "rag"}
 
     class Parameters(ComponentParameters):
+        # Not ocr_min_confidence: it changes what OCR indexes, so a run must re-index.
         added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
 
         table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
@@ -101,6 +102,9 @@ class PDFParser(ParserBase):
             description="Optical character recognition (the `ocr` extra): `auto` reads the "
             "pages without a text layer (scans), `always` every page, ignoring its text "
             "layer; `never` indexes text layers only, as AgentScope does.",
+        )
+        ocr_min_confidence: float = Field(
+            default=0.5, ge=0, le=1, description=MIN_CONFIDENCE_DESCRIPTION
         )
 
     parameters: Parameters
@@ -163,7 +167,7 @@ class PDFParser(ParserBase):
                     if not tables:
                         text = _pdfium_text(page)
                 if not text and ocr != "never":
-                    text = recognise(_render(page))
+                    text = recognise(_render(page), self.parameters.ocr_min_confidence)
                     ocred.add(index + 1)
                 texts[index + 1] = text
                 page.close()
@@ -183,7 +187,10 @@ class PDFParser(ParserBase):
                 for number, page in enumerate(pdf.pages, start=1):
                     text = "" if ocr == "always" else self._page_text(page, self._tables(page))
                     if not text and ocr != "never":
-                        text = recognise(page.to_image(resolution=_OCR_RESOLUTION).original)
+                        text = recognise(
+                            page.to_image(resolution=_OCR_RESOLUTION).original,
+                            self.parameters.ocr_min_confidence,
+                        )
                         ocred.add(number)
                     texts[number] = text
                     page.close()  # drops the page's cached layout objects
@@ -201,7 +208,7 @@ class PDFParser(ParserBase):
                 "%s: pages %s have no text layer (scanned?) and are not indexed; %s",
                 filename,
                 without_text,
-                "OCR found no text on them either"
+                "OCR found no indexable text on them either"
                 if ocr != "never"
                 else "set the parser's `ocr` to auto to read them",
             )
