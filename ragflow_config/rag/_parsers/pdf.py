@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import io
 import logging
@@ -175,7 +176,10 @@ class PDFParser(ParserBase):
             raise _pdf_error(filename, exc) from exc
         finally:
             if plumber is not None:
-                plumber.close()
+                # pdfplumber's close() reads every page's box again, so on a damaged file
+                # it raises what reading it raised (reported above).
+                with contextlib.suppress(Exception):
+                    plumber.close()
         return texts, ocred
 
     def _read_with_pdfplumber(self, data: bytes, filename: str) -> tuple[dict[int, str], set[int]]:
