@@ -89,7 +89,9 @@ def rendered(resolution: int) -> tuple[list[str], float, float]:
 
 
 def main() -> None:
-    recognise(pdfplumber.open(SCAN).pages[0].to_image(resolution=30).original, 0.0)  # load the models
+    recognise(
+        pdfplumber.open(SCAN).pages[0].to_image(resolution=30).original, 0.0
+    )  # load the models
     print(
         "| run | page 1 | page 2 | page 3 | all (errors / characters) | wall s/page | CPU s/page |"
     )
