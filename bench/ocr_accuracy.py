@@ -84,12 +84,14 @@ def rendered(resolution: int) -> tuple[list[str], float, float]:
     with pdfplumber.open(SCAN) as pdf:
         images = [page.to_image(resolution=resolution).original for page in pdf.pages]
     wall, cpu = time.perf_counter(), time.process_time()
-    pages = [recognise(image) for image in images]
+    pages = [recognise(image, 0.0) for image in images]
     return pages, time.perf_counter() - wall, time.process_time() - cpu
 
 
 def main() -> None:
-    recognise(pdfplumber.open(SCAN).pages[0].to_image(resolution=30).original)  # load the models
+    recognise(
+        pdfplumber.open(SCAN).pages[0].to_image(resolution=30).original, 0.0
+    )  # load the models
     print(
         "| run | page 1 | page 2 | page 3 | all (errors / characters) | wall s/page | CPU s/page |"
     )

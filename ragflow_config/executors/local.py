@@ -46,6 +46,7 @@ from .._errors import ParserError
 from ..embedding import EmbeddingModelBase
 from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
+from ..rag._library_warnings import attributed_warnings, handle_records, kept_records
 from ..rag._parsers.base import ParserBase
 from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
 
@@ -55,7 +56,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("ragflow_config.pipeline")
 
 Request = tuple[ParserBase, ChunkerBase, EmbeddingModelBase | None, bytes, str]
-Outcome = tuple[bool, Prepared | BaseException]
+# A file's result or error, and the log records of WARNING or above the worker kept while
+# it ran (``kept_records``): they are logged in the runner's process, by ``settle``.
+Outcome = tuple[bool, Prepared | BaseException, list[logging.LogRecord]]
 FILES_PER_TASK = 8
 # Parsing ahead, in seconds of this process's time, that is worth starting the
 # processes for: about what their start takes (importing the parsers' libraries).
@@ -74,7 +77,8 @@ class Waiting:
 
 def settle(group: Sequence[Waiting], outcomes: Sequence[Outcome]) -> None:
     """Each file's future gets its outcome, unless it is settled already (a time limit)."""
-    for waiting, (ok, value) in zip(group, outcomes, strict=True):
+    for waiting, (ok, value, records) in zip(group, outcomes, strict=True):
+        handle_records(records)
         if waiting.future.done():
             continue
         if ok:
@@ -265,7 +269,7 @@ class ParserProcesses(StartedExecutor):
             self._after_a_crash(executor, group, time.monotonic() - sent)
             self._send()
             return
-        outcomes: list[Outcome] = [(False, error)] * len(group) if error else task.result()
+        outcomes: list[Outcome] = [(False, error, [])] * len(group) if error else task.result()
         settle(group, outcomes)
         self._send()
 
@@ -314,8 +318,9 @@ class ParserProcesses(StartedExecutor):
 async def parse_and_chunk(
     parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
 ) -> list[Chunk]:
-    sections = await parser.parse(data, filename)
-    return await chunker.chunk(sections)
+    with attributed_warnings(filename):
+        sections = await parser.parse(data, filename)
+        return await chunker.chunk(sections)
 
 
 def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome]:
@@ -335,15 +340,19 @@ def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome
 
 
 def outcome(request: Request) -> Outcome:
-    """A file's result, or the error it raised, in a form that travels back from a worker."""
-    try:
-        return True, _prepare_sync(request)
-    except Exception as exc:
+    """A file's result, or the error it raised, and what it logged, in a form that travels
+    back from a worker."""
+    with kept_records() as records:
         try:
-            pickle.dumps(exc)
-        except Exception:  # the error must travel back, or the whole task fails
-            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-        return False, exc
+            result: Prepared | BaseException = _prepare_sync(request)
+            ok = True
+        except Exception as exc:
+            try:
+                pickle.dumps(exc)
+            except Exception:  # the error must travel back, or the whole task fails
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+            result, ok = exc, False
+    return ok, result, records
 
 
 # A file's time limit is an interval timer whose SIGALRM faulthandler answers in C, so

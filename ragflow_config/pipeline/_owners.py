@@ -20,8 +20,8 @@ their documents.
 from __future__ import annotations
 
 from ..rag import DocumentSummary
-from ._generations import state
 from ..sources import document_id
+from ._generations import state
 from ._spec import KnowledgeBaseSpec
 
 WRITER_KEY = "writer"

@@ -19,7 +19,7 @@ STAFF = (
     "| Alice | 25 | 2021-03-01 | TRUE |\n"
     "| Björn | 31.5 | 2019-11-20 08:30:00 | FALSE |\n"
 )
-NOTES = "Sheet: Notes\n| Note |\n| --- |\n| Pipes \\| and<br>new lines |\n"
+NOTES = "Sheet: Notes\n| Note |\n| --- |\n| Pipes \\| and new lines |\n"
 
 
 async def test_sheets_merge_into_one_section_by_default(xlsx_bytes: bytes) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import logging
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -117,6 +118,20 @@ async def test_an_image_without_text_stays_an_image() -> None:
 
     assert bytes_of(section) == data
     assert section.metadata == {"media_type": "image/png"}
+
+
+async def test_a_photo_whose_ocr_is_noise_is_no_text_not_a_chunk_of_symbols() -> None:
+    # Pillow's test photo: RapidOCR reads "★★★" (confidence 0.97) and "★K" (0.62) in it.
+    data = Path(fixture_path("hopper.png")).read_bytes()
+    [section] = await ImageParser(ocr="auto").parse(data, "hopper.png")
+
+    assert bytes_of(section) == data  # an image, which a text-only model skips and says so
+    assert section.metadata == {"media_type": "image/png"}
+
+
+async def test_lines_below_the_confidence_threshold_are_dropped(scan_band: bytes) -> None:
+    [section] = await ImageParser(ocr="auto", ocr_min_confidence=1.0).parse(scan_band, "b.png")
+    assert bytes_of(section) == scan_band
 
 
 async def test_never_keeps_an_image_with_text_an_image(scan_band: bytes) -> None:

@@ -197,6 +197,7 @@ def test_parser_modules_import_without_their_libraries() -> None:
     ("parser", "make_data", "library"),
     [
         (PDFParser, lambda: committed("report.pdf"), "pdfplumber"),
+        (PDFParser, lambda: committed("report.pdf"), "pypdfium2"),
         (PPTParser, build_pptx, "pptx"),
         (WordParser, build_docx, "docx"),
         (ExcelParser, build_xlsx, "openpyxl"),

@@ -106,3 +106,16 @@ async def test_png_bytes_are_not_a_pdf() -> None:
         ParserError, match=r"^photo\.pdf: not a PDF file: the content is image/png$"
     ):
         await PDFParser().parse(image_bytes(), "photo.pdf")
+
+
+async def test_words_keep_their_spaces_in_a_latex_pdf() -> None:
+    # pdfplumber runs the words of this file's tightly set lines together
+    # ("Hello, hereissometextwithoutameaning. Thistextshouldshow...").
+    sections = await PDFParser().parse(fixture_path("pdflatex-4-pages.pdf"), "latex.pdf")
+
+    text = text_of(sections[0])
+    assert text.startswith(
+        "Hello, here is some text without a meaning. This text should show what a printed text\n"
+        "will look like at this place."
+    )
+    assert [section.metadata["page"] for section in sections] == [1, 2, 3, 4]

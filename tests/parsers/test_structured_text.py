@@ -12,7 +12,7 @@ from ragflow_config.rag import (
     RecordsParser,
 )
 
-from .conftest import text_of
+from .conftest import fixture_path, text_of
 
 MARKDOWN = """\
 Intro before any heading.
@@ -248,3 +248,33 @@ async def test_an_email_html_body_is_decoded_once_by_its_part_charset() -> None:
     )
     [section] = await EmailParser().parse(message, "menu.eml")
     assert text_of(section).endswith("\n\nCafé crème")
+
+
+async def test_a_wikipedia_formula_is_one_inline_tex_formula() -> None:
+    path = fixture_path("wikipedia-hermitian-matrix.html")
+    sections = await HTMLParser().parse(path, "hermitian.html")
+    text = "\n\n".join(text_of(section) for section in sections)
+
+    assert (
+        "for all indices i and j:\n\n"
+        "A{\\text{ Hermitian}}\\quad \\iff \\quad a_{ij}={\\overline {a_{ji}}}\n\n"
+        "or in matrix form:"
+    ) in text
+    assert "the element in the i-th row and j-th column" in text  # inline, on its line
+    assert "displaystyle" not in text
+    assert "\n=\n" not in text  # no lone "=" line, which Markdown reads as a heading rule
+    assert all(
+        "\\" not in heading for s in sections for heading in s.metadata["headings"]
+    )  # no formula fragment became a heading
+
+
+async def test_wikipedia_navboxes_jump_links_and_edit_links_are_furniture() -> None:
+    sections = await HTMLParser().parse(fixture_path("wikipedia-mozilla.html"), "mozilla.html")
+    text = "\n\n".join(text_of(section) for section in sections)
+
+    assert "Firefox is a web browser, and is Mozilla's flagship software product." in text
+    assert "Jump to" not in text
+    assert "Comparison of source code hosting facilities" not in text  # a navbox's link
+    assert "Hidden categories" not in text and "Retrieved from" not in text
+    assert "[edit]" not in text
+    assert ["Mozilla", "Software", "Firefox"] in [s.metadata["headings"] for s in sections]

@@ -11,7 +11,7 @@ def test_markdown_escapes_pipes_backslashes_and_line_breaks() -> None:
     # Every line ends with a newline, the last one too, as in AgentScope.
     rows = [["Name", "Note"], ["a|b", "c\\d\r\ne"]]
     assert render_table(rows, "markdown") == (
-        "| Name | Note |\n| --- | --- |\n| a\\|b | c\\\\d<br>e |\n"
+        "| Name | Note |\n| --- | --- |\n| a\\|b | c\\\\d e |\n"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import ClassVar
 
 from pydantic import Field, model_validator
@@ -84,9 +85,12 @@ class ApproxTokenChunker(SplittingChunker):
     def overlap(self) -> int:
         return self.parameters.overlap
 
+    def measure(self) -> tuple[Callable[[str], int], int]:
+        return _utf8_size, self.chunk_size * BYTES_PER_TOKEN
+
     def split(self, text: str) -> list[str]:
         """The stripped, non-blank pieces of ``text``."""
-        budget = self.chunk_size * BYTES_PER_TOKEN
+        _, budget = self.measure()
         if self.parameters.boundaries == "greedy" or _utf8_size(text) < budget:
             return self._pack(text)
         overlap_bytes = self.overlap * BYTES_PER_TOKEN

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 from ..._component import Component, ComponentParameters
 from ...message import DataBlock, TextBlock
 from .._document import Chunk, Section
+from ._tables import repeat_table_headers
 
 
 class ChunkerBase(Component):
@@ -41,15 +43,19 @@ class ChunkerBase(Component):
 class SplittingChunker(ChunkerBase):
     """A chunker that cuts each text section's text into pieces, one chunk a piece.
 
-    Subclasses say how to cut, in :meth:`split`; the conventions above are kept here.
+    Subclasses say how to cut, in :meth:`split`, and how they measure, in :meth:`measure`;
+    the conventions above are kept here, and a Markdown table larger than a chunk is cut
+    into tables that each repeat its header row (``_tables``) before the text is split.
     """
 
     async def chunk(self, sections: list[Section]) -> list[Chunk]:
         chunks: list[Chunk] = []
+        size, budget = self.measure()
         for section in sections:
             pieces: list[TextBlock | DataBlock]
             if isinstance(section.content, TextBlock):
-                pieces = [TextBlock(text=piece) for piece in self.split(section.content.text)]
+                text = repeat_table_headers(section.content.text, size, budget)
+                pieces = [TextBlock(text=piece) for piece in self.split(text)]
             else:
                 pieces = [section.content]
             chunks.extend(
@@ -67,3 +73,7 @@ class SplittingChunker(ChunkerBase):
     @abstractmethod
     def split(self, text: str) -> list[str]:
         """The pieces of ``text``, in order, each non-blank."""
+
+    @abstractmethod
+    def measure(self) -> tuple[Callable[[str], int], int]:
+        """How the chunker measures a text, and the largest chunk in that measure."""

@@ -10,6 +10,7 @@ from ..._component import ComponentParameters
 from ...message import DataBlock, TextBlock
 from .._document import Chunk, Section
 from .._headings import HEADINGS_KEY, split_by_headings
+from ._tables import repeat_table_headers
 from ._tokens import TokenCounter, TokenParameters
 from .base import ChunkerBase
 
@@ -81,6 +82,7 @@ class HeadingChunker(ChunkerBase):
                 prefix = ""
         capacity = budget - (self.counter.count(prefix) if prefix else 0)
         splitter = self.counter.splitter("markdown", capacity)
+        text = repeat_table_headers(text, self.counter.count, capacity)
         return [prefix + piece for piece in splitter.chunks(text) if piece.strip()]
 
 

@@ -77,13 +77,14 @@ class RecursiveChunker(SplittingChunker):
         super().__init__(parameters, **options)
         self.counter = TokenCounter(self.parameters)
 
+    def measure(self) -> tuple[Callable[[str], int], int]:
+        if self.parameters.unit == "characters":
+            return len, self.parameters.chunk_size or 0
+        return self.counter.count, self.counter.budget
+
     def split(self, text: str) -> list[str]:
         """The stripped, non-blank chunks of ``text``."""
-        size: Callable[[str], int]
-        if self.parameters.unit == "characters":
-            size, budget = len, self.parameters.chunk_size or 0
-        else:
-            size, budget = self.counter.count, self.counter.budget
+        size, budget = self.measure()
         if self.parameters.boundaries == "greedy" or size(text.strip()) <= budget:
             return self._pack(text, size, budget)
         overlap = self.parameters.overlap

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -54,9 +55,12 @@ class TokenChunker(SplittingChunker):
         super().__init__(parameters, **options)
         self.counter = TokenCounter(self.parameters)
 
+    def measure(self) -> tuple[Callable[[str], int], int]:
+        return self.counter.count, self.counter.budget
+
     def split(self, text: str) -> list[str]:
         """The trimmed, non-blank pieces of ``text``."""
-        count, budget = self.counter.count, self.counter.budget
+        count, budget = self.measure()
         if self.parameters.boundaries == "greedy" or count(text) <= budget:
             return self._pack(text)
         overlap = self.parameters.overlap

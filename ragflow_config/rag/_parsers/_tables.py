@@ -13,8 +13,9 @@ Markdown (the first row is the header)::
     | North | 120 |
 
 Backslashes are doubled, ``|`` becomes ``\\|`` and a line break inside a cell
-becomes ``<br>``. Every line ends with a newline, the last one too, as in
-AgentScope; a table followed by more text is therefore followed by a blank line.
+becomes a space (never ``<br>``: a chunk is read as text, where a tag is noise).
+Every line ends with a newline, the last one too, as in AgentScope; a table
+followed by more text is therefore followed by a blank line.
 
 JSON: a marker line, then the whole table as ONE JSON array of row arrays on one
 line (non-ASCII kept), so the text after the marker always parses::
@@ -31,6 +32,7 @@ no label.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -40,6 +42,8 @@ TABLE_FORMAT_DESCRIPTION = (
     "How tables are written into the text: a Markdown table (first row as header) or "
     "a marker line followed by one JSON array of rows."
 )
+
+_LINE_BREAK = re.compile(r"[ \t]*\n\s*")
 
 JSON_MARKER = "<system-info>A table loaded as a JSON array:</system-info>"
 
@@ -97,7 +101,7 @@ def _markdown(table: list[list[str]], labels: list[list[str]] | None) -> str:
 
 
 def _escape(cell: str) -> str:
-    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+    return _LINE_BREAK.sub(" ", cell.replace("\\", "\\\\").replace("|", "\\|"))
 
 
 def _json(table: list[list[str]], labels: list[list[str]] | None) -> str:

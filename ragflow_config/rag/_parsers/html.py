@@ -22,12 +22,17 @@ from .base import ParserBase
 _NEVER = (
     "script, style, noscript, template, iframe, object, embed, svg, canvas, form, "
     "button, input, select, textarea, [hidden], [aria-hidden=true], "
-    "a.headerlink"  # the pilcrow links documentation generators put after headings
+    "a.headerlink, "  # the pilcrow links documentation generators put after headings
+    ".mw-editsection"  # Wikipedia's "[edit]" after each heading
 )
 # Page furniture around the content: menus, banners, sidebars, footers, cookie notices.
 _FURNITURE = (
     "nav, aside, header, footer, dialog, [role=navigation], [role=banner], "
-    "[role=contentinfo], [role=complementary], [role=search], [role=dialog]"
+    "[role=contentinfo], [role=complementary], [role=search], [role=dialog], "
+    # Wikipedia's (MediaWiki's) navigation boxes, "Jump to navigation" links, category
+    # lists and "Retrieved from" line, and the "skip to content" links of other sites.
+    ".navbox, .vertical-navbox, #jump-to-nav, .mw-jump, .mw-jump-link, #catlinks, "
+    ".printfooter, .skip-link, .skip-to-content"
 )
 _MAIN = ("main", "[role=main]", "article")
 _HEADINGS = {f"h{level}": level for level in range(1, 7)}
@@ -48,6 +53,9 @@ _SPACES = re.compile(r"[ \t\r\n\f\u00a0]+")
 # Elements nested deeper than this are written as their text alone (three Python frames
 # a level: 100 levels stay well inside the default recursion limit of 1000).
 _MAX_DEPTH = 100
+# A formula's TeX, as MediaWiki and others give it: the display-style wrapper is dropped.
+_TEX_ANNOTATION = 'annotation[encoding="application/x-tex"]'
+_DISPLAYSTYLE = re.compile(r"^\{\\displaystyle\s*(.*)\}$", re.DOTALL)
 # A text line Markdown would read as a heading, a list item or a quote.
 _MARKDOWN_START = re.compile(r"^(#{1,6}\s|[-+*]\s|>|\d+[.)]\s)")
 
@@ -219,6 +227,8 @@ class _Writer:
                 self.blocks.append("#" * _HEADINGS[tag] + " " + title)
         elif tag == "br":
             self.inline.append("\n")
+        elif tag == "math":
+            self.inline.append(f" {_formula(node)} ")
         elif tag == "pre":
             self.flush()
             code = node.text(deep=True).strip("\n")
@@ -262,6 +272,19 @@ class _Writer:
             )
             if table.strip():
                 self.blocks.append(table.strip())
+
+
+def _formula(math: Any) -> str:
+    """A MathML formula as one line: its TeX annotation, else its ``alttext``, else the
+    text of its elements run together (one token per element otherwise)."""
+    annotation = math.css_first(_TEX_ANNOTATION)
+    tex = annotation.text(deep=True) if annotation is not None else ""
+    tex = tex or math.attributes.get("alttext") or ""
+    if not tex.strip():
+        return _SPACES.sub(" ", " ".join(math.text(deep=True, separator=" ").split()))
+    tex = _SPACES.sub(" ", tex).strip()
+    displayed = _DISPLAYSTYLE.match(tex)
+    return displayed.group(1).strip() if displayed else tex
 
 
 _ROW_GROUPS = ("thead", "tbody", "tfoot")

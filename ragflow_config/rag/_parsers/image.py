@@ -13,7 +13,7 @@ from ...message import DataBlock, TextBlock
 from .._document import Section
 from .._media_types import sniff_image
 from ._content import damaged, wrong_content
-from ._ocr import OcrMode, ocr_requires, recognise
+from ._ocr import MIN_CONFIDENCE_DESCRIPTION, OcrMode, ocr_requires, recognise
 from .base import ParserBase
 
 # Supported media types and the Pillow format that must decode each.
@@ -42,14 +42,18 @@ class ImageParser(ParserBase):
     so both read every image), the text that optical character recognition
     finds (see ``_ocr``) replaces the image: one text section of its lines, top
     to bottom, with ``metadata={"media_type": ..., "ocr": True}``, which a text
-    embedding model can embed. An image in which it finds no text stays the
-    data section above. The default, ``"never"``, is AgentScope's behaviour.
+    embedding model can embed. Lines recognised with less than
+    ``ocr_min_confidence`` are left out, and a result without a word of three
+    or more letters (a photo's "★★★", "★K") counts as no text: such an image
+    stays the data section above, which a text-only model skips with one
+    report line ("OCR found no text in it"). The default, ``"never"``, is AgentScope's behaviour.
     """
 
     supported_media_types: ClassVar[list[str]] = list(_PILLOW_FORMATS)
     requires: ClassVar[dict[str, str]] = {"PIL.Image": "rag"}
 
     class Parameters(ComponentParameters):
+        # Not ocr_min_confidence: it changes what OCR indexes, so a run must re-index.
         added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
 
         ocr: OcrMode = Field(
@@ -57,6 +61,9 @@ class ImageParser(ParserBase):
             description="Optical character recognition (the `ocr` extra): with `auto` or "
             "`always` an image becomes the text found in it (images without text stay "
             "images); `never` keeps every image as an image, as AgentScope does.",
+        )
+        ocr_min_confidence: float = Field(
+            default=0.5, ge=0, le=1, description=MIN_CONFIDENCE_DESCRIPTION
         )
 
     parameters: Parameters
@@ -90,7 +97,11 @@ class ImageParser(ParserBase):
         except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, ...
             raise damaged(filename, media_type, exc) from exc
         with image:
-            text = recognise(image) if self.parameters.ocr != "never" else ""
+            text = (
+                recognise(image, self.parameters.ocr_min_confidence)
+                if self.parameters.ocr != "never"
+                else ""
+            )
         if text:
             return [
                 Section(

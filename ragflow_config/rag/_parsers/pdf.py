@@ -1,9 +1,12 @@
-"""PDF files, one section per page, via pdfplumber."""
+"""PDF files, one section per page: text by PDFium (pypdfium2), ruled tables by pdfplumber."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import io
 import logging
+import re
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -14,7 +17,7 @@ from ..._extras import require
 from ...message import TextBlock
 from .._document import Section
 from ._content import damaged, password_protected, wrong_content
-from ._ocr import OcrMode, ocr_requires, recognise
+from ._ocr import MIN_CONFIDENCE_DESCRIPTION, OcrMode, ocr_requires, recognise
 from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table
 from .base import ParserBase
 
@@ -29,12 +32,27 @@ _OCR_RESOLUTION = 150
 
 BBox = tuple[float, float, float, float]
 
+# A table's edge: a line at most this far (in points) from straight, at least _MIN_EDGE long
+# (pdfplumber's own default edge_min_length).
+_STRAIGHT = 1.0
+_MIN_EDGE = 3.0
+# C0 control codes but tab and line feed: PDFium's stand-ins for glyphs without a character.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
 
 class PDFParser(ParserBase):
     """PDF files: one text section per page, in page order.
 
     Each section is ``TextBlock(page text)`` with ``metadata={"page": n}``, ``n``
     counting from 1. Lines are joined with ``\\n``.
+
+    The text is PDFium's (pypdfium2): about 50 times faster than pdfplumber's
+    and with the spaces between words that pdfplumber loses on tightly set
+    lines (``bench/parse_quality.py``). A page that draws at least two
+    horizontal and two vertical lines may hold a ruled table: pdfplumber looks
+    for tables there, and a page where it finds one is written by pdfplumber
+    as below. A file PDFium cannot open (some damaged ones) is read by
+    pdfplumber alone.
 
     Tables that pdfplumber finds (ruled tables) are written in ``table_format``
     (see ``_tables``) in place of their cell text, with a blank line before and
@@ -68,9 +86,10 @@ class PDFParser(ParserBase):
     """
 
     supported_media_types: ClassVar[list[str]] = ["application/pdf"]
-    requires: ClassVar[dict[str, str]] = {"pdfplumber": "rag"}
+    requires: ClassVar[dict[str, str]] = {"pypdfium2": "rag", "pdfplumber": "rag"}
 
     class Parameters(ComponentParameters):
+        # Not ocr_min_confidence: it changes what OCR indexes, so a run must re-index.
         added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
 
         table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
@@ -84,6 +103,9 @@ class PDFParser(ParserBase):
             description="Optical character recognition (the `ocr` extra): `auto` reads the "
             "pages without a text layer (scans), `always` every page, ignoring its text "
             "layer; `never` indexes text layers only, as AgentScope does.",
+        )
+        ocr_min_confidence: float = Field(
+            default=0.5, ge=0, le=1, description=MIN_CONFIDENCE_DESCRIPTION
         )
 
     parameters: Parameters
@@ -101,24 +123,87 @@ class PDFParser(ParserBase):
         data = self.read_bytes(file, filename)
         if b"%PDF-" not in data[:_HEADER_WINDOW]:
             raise wrong_content(filename, "PDF", data)
-        pdfplumber = require("pdfplumber", "rag")
+        pdfium = require("pypdfium2", "rag")
+        require("pdfplumber", "rag")  # before the PDF is read: a missing extra is no damage
+        for module, extra_name in ocr_requires(self.parameters.ocr).items():
+            require(module, extra_name)
+        try:
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
+                raise password_protected(filename, "PDF") from exc
+            # PDFium refuses some damaged files that pdfminer repairs: pdfplumber reads
+            # those (or says what is wrong with them).
+            texts, ocred = self._read_with_pdfplumber(data, filename)
+        else:
+            if self.parameters.ocr != "never":
+                document.init_forms()  # filled form fields are drawn into OCR's pictures
+            try:
+                texts, ocred = self._read(document, data, filename)
+            finally:
+                document.close()
+        return self._sections(texts, ocred, filename)
+
+    def _read(self, document: Any, data: bytes, filename: str) -> tuple[dict[int, str], set[int]]:
+        """Each page's text by PDFium; a page that may hold a ruled table is looked at by
+        pdfplumber, which writes it (``_page_text``) when it finds a table there."""
         ocr = self.parameters.ocr
-        for module, extra_name in ocr_requires(ocr).items():
-            require(module, extra_name)  # before the PDF is read: a missing extra is no damage
+        texts: dict[int, str] = {}
+        ocred: set[int] = set()
+        plumber: Any = None
+        try:
+            for index in range(len(document)):
+                page = document[index]
+                text = ""
+                if ocr != "always":
+                    tables: list[tuple[BBox, str]] = []
+                    if self.parameters.extract_tables and _may_hold_a_table(page):
+                        if plumber is None:
+                            plumber = _open_pdfplumber(data)
+                        plumber_page = plumber.pages[index]
+                        tables = self._tables(plumber_page)
+                        if tables:
+                            text = self._page_text(plumber_page, tables)
+                        plumber_page.close()  # drops the page's cached layout objects
+                    if not tables:
+                        text = _pdfium_text(page)
+                if not text and ocr != "never":
+                    text = recognise(_render(page), self.parameters.ocr_min_confidence)
+                    ocred.add(index + 1)
+                texts[index + 1] = text
+                page.close()
+        except Exception as exc:  # pdfminer reports damage with many exception types
+            raise _pdf_error(filename, exc) from exc
+        finally:
+            if plumber is not None:
+                # pdfplumber's close() reads every page's box again, so on a damaged file
+                # it raises what reading it raised (reported above).
+                with contextlib.suppress(Exception):
+                    plumber.close()
+        return texts, ocred
+
+    def _read_with_pdfplumber(self, data: bytes, filename: str) -> tuple[dict[int, str], set[int]]:
+        ocr = self.parameters.ocr
         texts: dict[int, str] = {}
         ocred: set[int] = set()
         try:
-            with pdfplumber.open(io.BytesIO(data)) as pdf:
+            with _open_pdfplumber(data) as pdf:
                 for number, page in enumerate(pdf.pages, start=1):
-                    text = "" if ocr == "always" else self._page_text(page)
+                    text = "" if ocr == "always" else self._page_text(page, self._tables(page))
                     if not text and ocr != "never":
-                        text = recognise(page.to_image(resolution=_OCR_RESOLUTION).original)
+                        text = recognise(
+                            page.to_image(resolution=_OCR_RESOLUTION).original,
+                            self.parameters.ocr_min_confidence,
+                        )
                         ocred.add(number)
                     texts[number] = text
                     page.close()  # drops the page's cached layout objects
         except Exception as exc:  # pdfminer reports damage with many exception types
             raise _pdf_error(filename, exc) from exc
+        return texts, ocred
 
+    def _sections(self, texts: dict[int, str], ocred: set[int], filename: str) -> list[Section]:
+        ocr = self.parameters.ocr
         without_text = [number for number, text in texts.items() if not text]
         extra: dict[str, Any] = {}
         if without_text:
@@ -127,7 +212,7 @@ class PDFParser(ParserBase):
                 "%s: pages %s have no text layer (scanned?) and are not indexed; %s",
                 filename,
                 without_text,
-                "OCR found no text on them either"
+                "OCR found no indexable text on them either"
                 if ocr != "never"
                 else "set the parser's `ocr` to auto to read them",
             )
@@ -141,10 +226,9 @@ class PDFParser(ParserBase):
             if text
         ]
 
-    def _page_text(self, page: Any) -> str:
-        """The page's lines top to bottom, each table's rendering before the first line below
-        its top edge."""
-        tables = self._tables(page)
+    def _page_text(self, page: Any, tables: list[tuple[BBox, str]]) -> str:
+        """The page's lines top to bottom by pdfplumber, each of ``tables`` (``_tables``)
+        rendered before the first line below its top edge."""
         if tables:
             boxes = [bbox for bbox, _ in tables]
             page = page.filter(
@@ -173,6 +257,66 @@ class PDFParser(ParserBase):
             for table in page.find_tables()
         )
         return [(bbox, rendered) for bbox, rendered in tables if rendered]
+
+
+def _open_pdfplumber(data: bytes) -> Any:
+    return require("pdfplumber", "rag").open(io.BytesIO(data))
+
+
+def _pdfium_text(page: Any) -> str:
+    """The page's text by PDFium: lines apart by ``\\n``, a word PDFium joined across a line
+    end keeping its hyphen, glyphs without a character (control codes) left out."""
+    textpage = page.get_textpage()
+    try:
+        text = textpage.get_text_range()
+    finally:
+        textpage.close()
+    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\ufffe", "-"))
+    return "\n".join(line.rstrip() for line in text.strip().split("\n"))
+
+
+def _render(page: Any) -> Any:
+    """The page as a picture for OCR, drawn as pdfplumber draws it (no anti-aliasing:
+    RapidOCR finds the gaps between words on sharp edges)."""
+    bitmap = page.render(
+        scale=_OCR_RESOLUTION / 72,
+        no_smoothtext=True,
+        no_smoothpath=True,
+        no_smoothimage=True,
+        prefer_bgrx=True,
+    )
+    return bitmap.to_pil().convert("RGB")
+
+
+def _may_hold_a_table(page: Any) -> bool:
+    """Whether the page draws at least two horizontal and two vertical straight lines, as
+    every ruled table does: only such a page is worth pdfplumber's slower look for tables.
+    A rectangle counts as its four sides."""
+    raw = require("pypdfium2.raw", "rag")
+    horizontal = vertical = 0
+    x, y = ctypes.c_float(), ctypes.c_float()
+    for path in page.get_objects(filter=(raw.FPDF_PAGEOBJ_PATH,), max_depth=5):
+        start = previous = None
+        for index in range(raw.FPDFPath_CountSegments(path.raw)):
+            segment = raw.FPDFPath_GetPathSegment(path.raw, index)
+            raw.FPDFPathSegment_GetPoint(segment, x, y)
+            point = (x.value, y.value)
+            kind = raw.FPDFPathSegment_GetType(segment)
+            ends = [point]
+            if kind == raw.FPDF_SEGMENT_MOVETO:
+                start = previous = point
+                continue
+            if raw.FPDFPathSegment_GetClose(segment) and start is not None:
+                ends.append(start)  # the closing side of a rectangle
+            for end in ends:
+                if kind == raw.FPDF_SEGMENT_LINETO and previous is not None:
+                    dx, dy = abs(end[0] - previous[0]), abs(end[1] - previous[1])
+                    horizontal += dy < _STRAIGHT and dx >= _MIN_EDGE
+                    vertical += dx < _STRAIGHT and dy >= _MIN_EDGE
+                previous = end
+            if horizontal >= 2 and vertical >= 2:
+                return True
+    return False
 
 
 def _cells(rows: list[list[str | None]]) -> list[list[str]]:
