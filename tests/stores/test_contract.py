@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from ragflow_config import VectorStoreError
+from ragflow_config._document import scope_key
 from ragflow_config._errors import UnstorableDocumentError
 from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
-from ragflow_config.rag._document import scope_key
 from ragflow_config.rag._stores.base import matches_filter
 
 from .conftest import StoreCase, make_record

@@ -6,8 +6,8 @@ from abc import abstractmethod
 from typing import ClassVar
 
 from ..._component import Component, ComponentParameters
+from ..._document import Chunk, Section
 from ...message import DataBlock, TextBlock
-from .._document import Chunk, Section
 
 
 class ChunkerBase(Component):

@@ -14,11 +14,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import Field, field_validator
 
 from ..._component import RELATIVE_PATH
+from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ..._redact import redact_url
 from ...credential import ElasticsearchCredential, MissingSecretError
-from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._paging import pages
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (

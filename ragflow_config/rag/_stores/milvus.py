@@ -23,11 +23,11 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import Field, field_validator
 
 from ..._component import RELATIVE_PATH
+from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ..._redact import redact_urls
 from ...credential import MilvusCredential
-from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._lite_clock import LiteClock
 from ._paging import pages, summarize_keys
 from ._pointer import POINTER_REGISTRY, Pointer

@@ -12,10 +12,10 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, SecretStr, field_validator
 
+from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import MongoDBCredential
-from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._paging import pages
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import StoreParameters, VectorStoreBase, flatten_filter, refuse_unencodable, with_retries

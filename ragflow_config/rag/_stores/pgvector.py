@@ -10,11 +10,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field
 
+from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._extras import require
 from ...credential import PostgresCredential
 from .._analyzer import TERM_SPACE
-from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._paging import pages
 from ._pg_text import from_postgres, to_postgres
 from ._pointer import POINTER_REGISTRY, Pointer

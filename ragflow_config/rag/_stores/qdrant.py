@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from pydantic import Field, SecretStr, model_validator
 
 from ..._component import RELATIVE_PATH
+from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ..._errors import VectorStoreError
 from ..._extras import require
 from ..._redact import redact_urls
-from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from . import _local_snapshot
 from ._paging import pages, summarize_keys
 from ._pointer import POINTER_REGISTRY, Pointer
