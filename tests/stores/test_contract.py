@@ -391,7 +391,7 @@ async def test_list_documents_pages_and_finds_documents_missing_chunk_0(
 ) -> None:
     # Pages of 5 rows, so 25 documents (75 chunks) span several pages of both reads.
     for page_size in (
-        "milvus._QUERY_PAGE",
+        "milvus._connection._QUERY_PAGE",
         "qdrant._connection._SCROLL_PAGE",
         "qdrant._connection._LOCAL_SCROLL_PAGE",
     ):
