@@ -10,10 +10,9 @@ from typing import Any
 
 from ..event import AgentEvent
 from ..message import Msg, ToolCallState
-from ..middleware._base import HookStream, MiddlewareBase
+from ..middleware import HookStream, MiddlewareBase, ReplyState
 from ..model import ChatModelBase
 from ..tool import Toolkit
-from ._state import ReplyState
 
 EventHandler = Callable[[AgentEvent], None]
 

@@ -4,14 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._extras import require
 from ..middleware import RAGMiddleware
 from ..rag import KnowledgeBase
 
-if TYPE_CHECKING:
-    from ..pipeline import BuiltPipeline
+
+class BuiltObjects(Protocol):
+    """What the bridge reads of a built pipeline: the pipeline's ``BuiltPipeline`` is one.
+
+    Named here, so that the bridge, which the pipeline offers as
+    ``BuiltPipeline.as_agentscope``, never imports the pipeline.
+    """
+
+    @property
+    def knowledge_bases(self) -> Mapping[str, KnowledgeBase]:
+        """The built knowledge bases, by name."""
+        ...
+
+    @property
+    def middlewares(self) -> Sequence[Any]:
+        """The built middlewares; the bridge takes the ``RAGMiddleware`` ones."""
+        ...
 
 
 # RAGMiddleware.Parameters fields that mean the same on both sides.
@@ -85,7 +100,7 @@ def middleware(
     )
 
 
-def as_agentscope(built: BuiltPipeline, *, rerank_model: Any = None) -> AgentScopeObjects:
+def as_agentscope(built: BuiltObjects, *, rerank_model: Any = None) -> AgentScopeObjects:
     """Every knowledge base and middleware of ``built``, as AgentScope objects.
 
     Valid as long as ``built`` is (inside its ``async with``). The

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Any
 
-from ._eval_command import write_html
+from ._html_file import write_html
 from ._output import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, print_error, print_json
 
 HEAD_LABEL = "working tree"

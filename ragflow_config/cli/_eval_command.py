@@ -141,6 +141,8 @@ def _eval(args: argparse.Namespace) -> int:
                 print(format_comparison(results[0], results[1], labels[0], labels[1]))
             print()
     if args.html:
+        from ._html_file import write_html
+
         write_html(args.html, html_report(sections))
     if args.json:
         document: dict[str, Any] = {"results": output, "failures": failures}
@@ -151,10 +153,3 @@ def _eval(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"FAILED {failure}", file=sys.stderr)
     return EXIT_FINDINGS if failures else EXIT_OK
-
-
-def write_html(path: Path, report: str) -> None:
-    """Write ``eval --html``'s report and say where, on stderr: with ``--json``, stdout
-    holds the JSON document alone."""
-    path.write_text(report, encoding="utf-8")
-    print(f"wrote the HTML report to {path}", file=sys.stderr)

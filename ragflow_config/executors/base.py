@@ -12,22 +12,42 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import Field
 
 from .._component import Component, ComponentParameters
 from ..embedding import EmbeddingModelBase, EmbeddingResponse
-from ..rag import Chunk
+from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
-
-if TYPE_CHECKING:
-    from ..pipeline._build import IndexingPlan
 
 #: A file's chunks, and the model's response (its vectors, and how many came from the
 #: embedding cache) when the model embedded them beside the parsing.
 Prepared = tuple[list[Chunk], EmbeddingResponse | None]
+
+
+class IndexingComponents(Protocol):
+    """What an executor runs of one knowledge base's indexing (the pipeline's ``IndexingPlan``).
+
+    Declared here, below the pipeline that builds the plans, so that an
+    executor never imports the pipeline.
+    """
+
+    @property
+    def parsers(self) -> Sequence[ParserBase]:
+        """The knowledge base's parsers, in the order they are tried."""
+        ...
+
+    @property
+    def chunker(self) -> ChunkerBase:
+        """The knowledge base's chunker."""
+        ...
+
+    @property
+    def knowledge_base(self) -> KnowledgeBase:
+        """The knowledge base, for its embedding model."""
+        ...
 
 
 def time_limit_reason(seconds: float) -> str:
@@ -80,7 +100,9 @@ class ExecutorBase(Component):
     parameters: Parameters
 
     @abstractmethod
-    def start(self, plans: Sequence[IndexingPlan], workers: int | None) -> StartedExecutor | None:
+    def start(
+        self, plans: Sequence[IndexingComponents], workers: int | None
+    ) -> StartedExecutor | None:
         """Workers for the parsers, chunkers and models of ``plans``; ``None`` parses in this process.
 
         ``workers`` is the runner's ``--workers`` (``None``: the executor's own choice).

@@ -40,7 +40,6 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .._errors import ParserError
 from ..embedding import EmbeddingModelBase
@@ -48,10 +47,7 @@ from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._library_warnings import attributed_warnings, handle_records, kept_records
 from ..rag._parsers.base import ParserBase
-from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
-
-if TYPE_CHECKING:
-    from ..pipeline._build import IndexingPlan
+from .base import ExecutorBase, IndexingComponents, Prepared, StartedExecutor, time_limit_reason
 
 logger = logging.getLogger("ragflow_config.pipeline")
 
@@ -90,7 +86,9 @@ def settle(group: Sequence[Waiting], outcomes: Sequence[Outcome]) -> None:
 class LocalExecutor(ExecutorBase):
     """Parser processes on this machine, `--workers` of them (default: up to 4, one per core)."""
 
-    def start(self, plans: Sequence[IndexingPlan], workers: int | None) -> ParserProcesses | None:
+    def start(
+        self, plans: Sequence[IndexingComponents], workers: int | None
+    ) -> ParserProcesses | None:
         if workers is None:
             workers = min(4, os.cpu_count() or 1)
         if workers == 0:
@@ -102,7 +100,7 @@ class ParserProcesses(StartedExecutor):
     """A pool of ``workers`` processes for the parsers, chunkers and models of ``plans``."""
 
     def __init__(
-        self, workers: int, plans: Sequence[IndexingPlan], parse_timeout: float = 300
+        self, workers: int, plans: Sequence[IndexingComponents], parse_timeout: float = 300
     ) -> None:
         # forkserver: forking a process that runs threads (the event loop's, a model's) can deadlock.
         context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")

@@ -19,7 +19,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -28,11 +28,8 @@ from ..embedding import EmbeddingInput, EmbeddingModelBase, EmbeddingResponse
 from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
 from ..rag._parsers.base import ParserBase
-from .base import ExecutorBase, Prepared, StartedExecutor, time_limit_reason
+from .base import ExecutorBase, IndexingComponents, Prepared, StartedExecutor, time_limit_reason
 from .local import Outcome, Request, Waiting, outcome, settle
-
-if TYPE_CHECKING:
-    from ..pipeline._build import IndexingPlan
 
 logger = logging.getLogger("ragflow_config.pipeline")
 
@@ -85,7 +82,7 @@ class RayExecutor(ExecutorBase):
 
     parameters: Parameters
 
-    def start(self, plans: Sequence[IndexingPlan], workers: int | None) -> RayTasks:
+    def start(self, plans: Sequence[IndexingComponents], workers: int | None) -> RayTasks:
         return RayTasks(self.parameters)
 
 

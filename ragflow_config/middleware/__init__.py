@@ -3,7 +3,8 @@
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from ._base import HookStream, MiddlewareBase, NextHandler
+from ._base import HookedAgent, HookStream, MiddlewareBase, NextHandler
+from ._state import ReplyState
 
 if TYPE_CHECKING:
     from ._rag import RAGMiddleware
@@ -11,4 +12,11 @@ if TYPE_CHECKING:
 # Imported on first use: it imports the knowledge base and the chat model's base.
 __getattr__ = lazy_exports(__name__, {"RAGMiddleware": "._rag"})
 
-__all__ = ["HookStream", "MiddlewareBase", "NextHandler", "RAGMiddleware"]
+__all__ = [
+    "HookStream",
+    "HookedAgent",
+    "MiddlewareBase",
+    "NextHandler",
+    "RAGMiddleware",
+    "ReplyState",
+]

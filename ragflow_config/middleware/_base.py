@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._component import Component
 from .._foreign import refuse_agentscope_callers
+from ._state import ReplyState
 
 if TYPE_CHECKING:
-    from ..agent import Agent
     from ..tool import ToolBase
 
 # What a hook yields and ``next_handler(**input_kwargs)`` returns, as in AgentScope 2.x:
 # an async generator of events, the step's message (``Msg``) among them.
 HookStream = AsyncGenerator[Any, None]
 NextHandler = Callable[..., HookStream]
+
+
+class HookedAgent(Protocol):
+    """What a hook may use of the agent it wraps: ``ragflow_config.agent.Agent`` is one.
+
+    The contract names no agent class, so the agent that runs middlewares
+    stands above them and a middleware never imports its host.
+    """
+
+    @property
+    def name(self) -> str:
+        """The agent's name, the speaker of what it adds to the conversation."""
+        ...
+
+    @property
+    def state(self) -> ReplyState:
+        """The reply in progress."""
+        ...
 
 
 class MiddlewareBase(Component):
@@ -32,14 +50,14 @@ class MiddlewareBase(Component):
     """
 
     async def on_reply(
-        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+        self, agent: HookedAgent, input_kwargs: dict[str, Any], next_handler: NextHandler
     ) -> HookStream:
         """Around one whole reply; ``input_kwargs`` is ``{"inputs": ...}``."""
         async for item in next_handler(**input_kwargs):
             yield item
 
     async def on_reasoning(
-        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+        self, agent: HookedAgent, input_kwargs: dict[str, Any], next_handler: NextHandler
     ) -> HookStream:
         """Around one model call; ``input_kwargs`` is ``{"tools": [...]}``, the tools offered."""
         async for item in next_handler(**input_kwargs):

@@ -18,13 +18,13 @@ from .._errors import (
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
     from ._analyzer import AnalyzerSettings
     from ._chunkers.approx_token import ApproxTokenChunker
     from ._chunkers.base import ChunkerBase
     from ._chunkers.heading import HeadingChunker
     from ._chunkers.recursive import RecursiveChunker
     from ._chunkers.token import TokenChunker
-    from ._document import Chunk, DocumentSummary, Section, VectorRecord, VectorSearchResult
     from ._knowledge_base import KnowledgeBase
     from ._parsers.base import ParserBase
     from ._parsers.docx import WordParser
@@ -64,9 +64,9 @@ __getattr__ = lazy_exports(
         "AnalyzerSettings": "._analyzer",
         "ApproxTokenChunker": "._chunkers.approx_token",
         "Bm25Settings": "._retrieval",
-        "Chunk": "._document",
+        "Chunk": ".._document",
         "ChunkerBase": "._chunkers.base",
-        "DocumentSummary": "._document",
+        "DocumentSummary": ".._document",
         "EPUBParser": "._parsers.epub",
         "ElasticsearchStore": "._stores.elasticsearch",
         "EmailParser": "._parsers.eml",
@@ -92,11 +92,11 @@ __getattr__ = lazy_exports(
         "Rm3Settings": "._retrieval",
         "RocchioSettings": "._retrieval",
         "RetrievalSettings": "._retrieval",
-        "Section": "._document",
+        "Section": ".._document",
         "TextParser": "._parsers.text",
         "TokenChunker": "._chunkers.token",
-        "VectorRecord": "._document",
-        "VectorSearchResult": "._document",
+        "VectorRecord": ".._document",
+        "VectorSearchResult": ".._document",
         "VectorStoreBase": "._stores.base",
         "WordParser": "._parsers.docx",
     },

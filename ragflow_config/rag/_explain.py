@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._document import VectorSearchResult
 from ..message import TextBlock
 from ._analyzer import Analyzer
-from ._document import VectorSearchResult
 from ._retrieval import HitKey, RetrievalSettings, document_weights, hit_key, ordered
 
 

@@ -11,13 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from .._errors import CollectionMismatchError
 from .._foreign import converted, refuse_agentscope, refuse_agentscope_callers
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase, vectors_digest
 from ..embedding._counts import VectorCounts
 from ..message import DataBlock, TextBlock
 from ._analyzer import Analyzer
-from ._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from ._explain import ExplainedHit, QueryTrace, explain_hits
 from ._retrieval import (
     HitKey,
@@ -34,7 +34,7 @@ from ._retrieval import (
 from ._stores._pointer import Generation, Pointer
 from ._stores.base import VectorStoreBase, flatten_filter
 
-if TYPE_CHECKING:  # rerankers import rag's types
+if TYPE_CHECKING:  # the rerankers load when a knowledge base names one
     from ..rerankers import RerankerBase
 
 logger = logging.getLogger("ragflow_config.knowledge_base")

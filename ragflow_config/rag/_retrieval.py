@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .._document import VectorSearchResult
 from ._analyzer import AnalyzerSettings
-from ._document import VectorSearchResult
 
 
 class _Settings(BaseModel):

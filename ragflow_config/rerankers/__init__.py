@@ -7,8 +7,9 @@ takes the same components.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_exports
 from ._base import RerankerBase
 from ._cross_encoder import CrossEncoderError, CrossEncoderReranker
 from ._http import HttpReranker, RerankError
@@ -17,15 +18,9 @@ if TYPE_CHECKING:
     from ._llm import LLMReranker
 
 
-def __getattr__(name: str) -> Any:
-    # Loaded on first use: it imports the middleware, which imports this package.
-    if name != "LLMReranker":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ._llm import LLMReranker
-
-    globals()[name] = LLMReranker
-    return LLMReranker
-
+# Loaded on first use: it imports the chat models' base, which a knowledge base
+# without an LLM reranker never needs.
+__getattr__ = lazy_exports(__name__, {"LLMReranker": "._llm"})
 
 __all__ = [
     "CrossEncoderError",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._component import Component
+from .._document import VectorSearchResult
 from ..message import DataBlock, TextBlock
-from ..rag._document import VectorSearchResult
 
 Query = str | TextBlock | DataBlock
 

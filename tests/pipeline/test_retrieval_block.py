@@ -55,7 +55,7 @@ def test_a_store_without_a_lexical_side_is_an_error_at_the_mode(tmp_path: Path) 
     assert issues(tmp_path, store, registry=registry) == [
         "12:13: knowledge_bases[0].retrieval.mode: retrieval mode 'hybrid' needs a store with a "
         "lexical side, and 'dense_only' has none; use one of elasticsearch, milvus_lite, "
-        "mongodb, pgvector, qdrant, or mode dense"
+        "mongodb, pgvector, qdrant, qdrant_edge, or mode dense"
     ]
 
 

@@ -148,8 +148,8 @@ def test_pairs_are_cut_at_max_length_from_the_longer_side(files) -> None:
 
 
 def test_rerank_orders_by_score_and_ties_keep_their_order(files) -> None:
+    from ragflow_config._document import Chunk, VectorSearchResult
     from ragflow_config.message import TextBlock
-    from ragflow_config.rag._document import Chunk, VectorSearchResult
 
     texts = [*PASSAGES, "cats purr"]  # two equal passages: equal scores
     candidates = [

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from ragflow_config import VectorStoreError
+from ragflow_config._document import scope_key
 from ragflow_config._errors import UnstorableDocumentError
 from ragflow_config.message import TextBlock
 from ragflow_config.rag import VectorRecord, VectorSearchResult, VectorStoreBase
-from ragflow_config.rag._document import scope_key
 from ragflow_config.rag._stores.base import matches_filter
 
 from .conftest import StoreCase, make_record
@@ -390,7 +390,11 @@ async def test_list_documents_pages_and_finds_documents_missing_chunk_0(
     store: VectorStoreBase, collection: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Pages of 5 rows, so 25 documents (75 chunks) span several pages of both reads.
-    for page_size in ("milvus._QUERY_PAGE", "qdrant._SCROLL_PAGE", "qdrant._LOCAL_SCROLL_PAGE"):
+    for page_size in (
+        "milvus._connection._QUERY_PAGE",
+        "qdrant._connection._SCROLL_PAGE",
+        "qdrant._connection._LOCAL_SCROLL_PAGE",
+    ):
         monkeypatch.setattr(f"ragflow_config.rag._stores.{page_size}", 5)
     whole = {f"w{n:02}": "a" if n % 2 else "b" for n in range(25)}
     records = [

@@ -11,8 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from ragflow_config.rag import MilvusLiteStore
-from ragflow_config.rag._stores import milvus
 from ragflow_config.rag._stores._lite_clock import LiteClock
+from ragflow_config.rag._stores.milvus import _lite as lite_servers
 from ragflow_config.rag._stores.milvus import milvus_name
 
 from .conftest import make_record
@@ -138,7 +138,7 @@ async def test_a_lite_insert_is_waited_out_before_the_next_request(
     uri = store_dir / "kb.db"
     frozen = FrozenClock()
     clock = LiteClock(now=frozen.now, sleep=frozen.sleep)
-    monkeypatch.setitem(milvus._lite_clocks, str(uri.resolve()), clock)
+    monkeypatch.setitem(lite_servers._lite_clocks, str(uri.resolve()), clock)
     async with MilvusLiteStore(uri=str(uri), batch_size=2) as store:
         await store.create_collection("kb", 2)
         assert frozen.waits == []  # nothing inserted yet: nothing to wait for

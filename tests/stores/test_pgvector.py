@@ -133,7 +133,7 @@ async def test_a_dropped_connection_is_reopened(pgvector_dsn: str, drop: list[st
 async def test_a_table_from_before_scoped_keys_is_migrated_on_first_write(
     pgvector_dsn: str, drop: list[str]
 ) -> None:
-    from ragflow_config.rag._document import scope_key
+    from ragflow_config._document import scope_key
 
     drop.append("kb_unscoped_key")
     async with await psycopg.AsyncConnection.connect(pgvector_dsn, autocommit=True) as connection:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ragflow_config.rag import QdrantStore
-from ragflow_config.rag._stores import qdrant
+from ragflow_config.rag._stores.qdrant import _local as qdrant_local
 
 from .conftest import make_record
 
@@ -69,7 +69,7 @@ async def test_opening_a_folder_says_how_many_points_it_loaded_and_what_avoids_i
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
     caplog.clear()
-    monkeypatch.setattr(qdrant, "_SLOW_LOCAL_OPEN_SECONDS", 0.0)  # every open is "slow"
+    monkeypatch.setattr(qdrant_local, "_SLOW_LOCAL_OPEN_SECONDS", 0.0)  # every open is "slow"
     async with QdrantStore(path=str(tmp_path)) as store:
         await store.search("kb", [1.0, 0.0, 0.0, 1.0])
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

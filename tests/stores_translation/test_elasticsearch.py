@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from ragflow_config import VectorStoreError
+from ragflow_config._document import record_key
 from ragflow_config.credential import ElasticsearchCredential, MissingSecretError
-from ragflow_config.rag._document import record_key
 from ragflow_config.rag._stores.elasticsearch import ElasticsearchStore, common_score
 
 from .conftest import es_store, make_record

@@ -17,8 +17,8 @@ import pytest
 from pydantic import ValidationError
 
 from ragflow_config import VectorStoreError
+from ragflow_config._document import record_key
 from ragflow_config.credential import MissingSecretError
-from ragflow_config.rag._document import record_key
 from ragflow_config.rag._stores.mongodb import (
     MongoDBStore,
     common_score,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..._prompts import split_template
 from ...message import DataBlock, Msg, TextBlock
 from ...rag import VectorSearchResult
-from .parameters import split_template
 
 Query = str | TextBlock | DataBlock
 Blocks = list[TextBlock | DataBlock]

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..._foreign import refuse_agentscope
 from ...message import HintBlock, Msg
-from .._base import HookStream, MiddlewareBase, NextHandler
+from .._base import HookedAgent, HookStream, MiddlewareBase, NextHandler
 from .format import Query, format_results, queries_from, wrap_hint
 from .parameters import RAGParameters
 from .search import search_across
 
 if TYPE_CHECKING:
-    from ...agent import Agent
     from ...model import ChatModelBase
     from ...rag import KnowledgeBase, VectorSearchResult
     from ...rerankers import RerankerBase
@@ -88,8 +87,8 @@ class RAGMiddleware(MiddlewareBase):
         self.knowledge_bases = tuple(knowledge_bases)
         self.rerank_model = rerank_model
         if rerank_model is not None:
-            # Imported here: the rerankers package imports this one's prompt and parameters.
-            from ...rerankers._llm import LLMReranker
+            # Imported here: checking a pipeline file loads this class, and no reranker.
+            from ...rerankers import LLMReranker
 
             reranker = LLMReranker(model=rerank_model, rerank_prompt=self.parameters.rerank_prompt)
         self.reranker = reranker
@@ -124,7 +123,7 @@ class RAGMiddleware(MiddlewareBase):
         return await self.reranker.rerank(queries, candidates, top_k=p.top_k)
 
     async def on_reply(
-        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+        self, agent: HookedAgent, input_kwargs: dict[str, Any], next_handler: NextHandler
     ) -> HookStream:
         """Note the reply's queries (static mode searches with them), under its ``reply_id``."""
         inputs = input_kwargs.get("inputs")
@@ -143,7 +142,7 @@ class RAGMiddleware(MiddlewareBase):
             self._queries.pop(reply_id, None)
 
     async def on_reasoning(
-        self, agent: Agent, input_kwargs: dict[str, Any], next_handler: NextHandler
+        self, agent: HookedAgent, input_kwargs: dict[str, Any], next_handler: NextHandler
     ) -> HookStream:
         """In static mode, before the reply's first step: the hint, and its event if asked."""
         p = self.parameters

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from ..._component import Component, ComponentParameters
+from ..._document import Chunk, Section
 from ...message import DataBlock, TextBlock
-from .._document import Chunk, Section
 from ._tables import repeat_table_headers
 
 

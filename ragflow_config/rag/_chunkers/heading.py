@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from ..._component import ComponentParameters
+from ..._document import Chunk, Section
 from ...message import DataBlock, TextBlock
-from .._document import Chunk, Section
 from .._headings import HEADINGS_KEY, split_by_headings
 from ._tables import repeat_table_headers
 from ._tokens import TokenCounter, TokenParameters

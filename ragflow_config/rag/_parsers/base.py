@@ -8,8 +8,8 @@ from abc import abstractmethod
 from typing import ClassVar
 
 from ..._component import Component, ComponentParameters
+from ..._document import Section
 from ..._errors import ParserFileNotFoundError
-from .._document import Section
 
 
 class ParserBase(Component):

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._errors import ParserError
 from ...message import TextBlock
-from .._document import Section
 from ._content import damaged
 from .base import ParserBase
 from .html import HTMLParser

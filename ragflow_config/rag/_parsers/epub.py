@@ -12,9 +12,9 @@ from xml.etree import ElementTree
 from pydantic import Field
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._errors import ParserError
 from ...message import TextBlock
-from .._document import Section
 from .._headings import HEADINGS_KEY, split_by_headings
 from .base import ParserBase
 from .html import HTMLParser

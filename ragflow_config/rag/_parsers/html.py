@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._errors import ParserError
 from ..._extras import require
 from ...message import TextBlock
-from .._document import Section
 from .._headings import HEADINGS_KEY, split_by_headings
 from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table
 from .base import ParserBase

@@ -8,9 +8,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._extras import require
 from ...message import DataBlock, TextBlock
-from .._document import Section
 from .._media_types import sniff_image
 from ._content import damaged, wrong_content
 from ._ocr import MIN_CONFIDENCE_DESCRIPTION, OcrMode, ocr_requires, recognise

@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from ..._document import Section
 from ...message import TextBlock
-from .._document import Section
 from .._headings import HEADINGS_KEY, split_by_headings
 from .text import TextParser
 

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._errors import ParserError
 from ..._extras import require
 from ...message import TextBlock
-from .._document import Section
 from ._content import damaged, password_protected, wrong_content
 from ._ocr import MIN_CONFIDENCE_DESCRIPTION, OcrMode, ocr_requires, recognise
 from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, render_table

@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._extras import require
 from ...message import DataBlock, TextBlock
-from .._document import Section
 from .._media_types import sniff_image
 from ._content import damaged, expect_media_type
 from ._tables import TABLE_FORMAT_DESCRIPTION, TableFormat, normalize_text, render_table

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from ..._document import Section
 from ..._errors import ParserError
 from ...message import TextBlock
-from .._document import Section
 from .text import TextParser
 
 CSV = "text/csv"

@@ -9,9 +9,9 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from ..._component import ComponentParameters
+from ..._document import Section
 from ..._errors import ParserError
 from ...message import TextBlock
-from .._document import Section
 from .base import ParserBase
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._document import DocumentSummary
+from ..._document import DocumentSummary
 
 if TYPE_CHECKING:
     from .base import VectorStoreBase

@@ -18,9 +18,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import Field, field_validator
 
 from ..._component import Component, ComponentParameters
+from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ..._errors import UnstorableDocumentError, VectorStoreError
 from ..._foreign import refuse_agentscope
-from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ._pointer import Pointer
 
 logger = logging.getLogger("ragflow_config.stores")

@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import Field
 
 from ...._component import RELATIVE_PATH
+from ...._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from ...._errors import VectorStoreError
 from ...._extras import require
-from ..._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from .._paging import pages, summarize
 from .._pointer import POINTER_REGISTRY, Pointer
 from ..base import (

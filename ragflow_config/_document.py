@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..message import ContentBlock
+from .message import ContentBlock
 
 
 class Section(BaseModel):
