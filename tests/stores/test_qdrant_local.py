@@ -75,5 +75,35 @@ async def test_opening_a_folder_says_how_many_points_it_loaded_and_what_avoids_i
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "read all 5 points of its 2 collection(s) into memory" in warning
     assert (
-        "a Qdrant server (`url`), pgvector or Milvus Lite read only what a query needs" in warning
+        "Qdrant Edge (`qdrant_edge`), a Qdrant server (`url`), pgvector or Milvus Lite read only "
+        "what a query needs" in warning
     )
+
+
+async def test_a_collection_past_the_local_engines_size_is_told_to_move_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(qdrant_local, "_MOVE_PAST_POINTS", 3)  # 20,000 in earnest
+    monkeypatch.setattr(qdrant_local, "_told_to_move", set())
+    async with QdrantStore(path=str(tmp_path), local_snapshot=False) as store:
+        await store.create_collection("big", 4)
+        await store.insert(
+            "big", [make_record("d", i, [1.0, 0.0, 0.0, float(i)]) for i in range(4)]
+        )
+        await store.create_collection("small", 4)
+        await store.insert("small", [make_record("d", 0, [1.0, 0.0, 0.0, 0.0])])
+
+    def told() -> list[str]:
+        return [
+            r.getMessage() for r in caplog.records if "Move it to Qdrant Edge" in r.getMessage()
+        ]
+
+    with caplog.at_level(logging.WARNING, logger="ragflow_config.stores"):
+        async with QdrantStore(path=str(tmp_path), local_snapshot=False):
+            pass
+        [warning] = told()  # the big collection alone
+        assert f"QdrantStore({tmp_path}): collection big holds 4 points, past the 3 " in warning
+        assert "`ragflow-config copy FILE KB --from OLD_STORE`" in warning
+        async with QdrantStore(path=str(tmp_path), local_snapshot=False):
+            pass
+        assert len(told()) == 1  # once a process

@@ -25,6 +25,10 @@ logger = logging.getLogger("ragflow_config.stores")
 # Opening a local folder that takes longer than this gets a warning naming the stores
 # that avoid it (about 20,000 points of 384 dimensions on a 2-core machine).
 _SLOW_LOCAL_OPEN_SECONDS = 1.0
+# A collection past this many points gets a warning, once a process, naming the store to
+# move to: the local engine is made for tests and small data (bench/scale.py).
+_MOVE_PAST_POINTS = 20_000
+_told_to_move: set[tuple[str, str]] = set()
 # SQLite's messages for the file-system failures it reports, as errnos.
 _SQLITE_ERRNO = {
     "database or disk is full": errno.ENOSPC,
@@ -72,13 +76,29 @@ def report_load(store_name: str, client: Any, seconds: float) -> None:
         logger.warning(
             "%s: opening it read all %d points of its %d collection(s) into memory "
             "(%.1f s): Qdrant's local mode keeps no index on disk. `ragflow-config serve` "
-            "loads them once for every search; a Qdrant server (`url`), pgvector or "
-            "Milvus Lite read only what a query needs",
+            "loads them once for every search; Qdrant Edge (`qdrant_edge`), a Qdrant server "
+            "(`url`), pgvector or Milvus Lite read only what a query needs",
             store_name,
             points,
             len(collections),
             seconds,
         )
+    for name, collection in collections.items():
+        held = len(getattr(collection, "ids", ()))
+        if held > _MOVE_PAST_POINTS and (store_name, name) not in _told_to_move:
+            _told_to_move.add((store_name, name))
+            logger.warning(
+                "%s: collection %s holds %d points, past the %d Qdrant's local mode is made "
+                "for: every process that opens it loads them all, and every search compares "
+                "every vector in Python. Move it to Qdrant Edge, the embedded default: add a "
+                "`qdrant_edge` store to the pipeline file, point the knowledge base at it, and "
+                "`ragflow-config copy FILE KB --from OLD_STORE` copies its vectors there "
+                "without embedding them again",
+                store_name,
+                name,
+                held,
+                _MOVE_PAST_POINTS,
+            )
 
 
 def probe_folder(store_name: str, path: Path) -> str:
