@@ -18,8 +18,10 @@ import logging
 import time
 from collections.abc import Iterable
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import urlsplit
 
+import pydantic_core
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -30,6 +32,20 @@ logger = logging.getLogger("ragflow_config.server")
 
 # What of a plain-text error body is kept as the JSON error's message.
 MAX_PLAIN_MESSAGE = 500
+
+
+# pydantic-core's JSON parser refuses nesting past this depth (json.loads recurses,
+# and 30,000 nested brackets inside the body limit raised RecursionError).
+MAX_JSON_DEPTH = 200
+
+
+def parsed_json(data: bytes | str) -> Any:
+    """``data`` parsed as JSON, at most :data:`MAX_JSON_DEPTH` levels deep; ValueError if not.
+
+    Integers of any size stay integers (the checks that take them refuse
+    what does not fit); ``NaN`` and ``Infinity`` are read as Python reads them.
+    """
+    return pydantic_core.from_json(data)
 
 
 def error_body(message: str) -> bytes:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from embedding_http._server import EmbeddingServer
 
 from ragflow_config.pipeline import Pipeline, RunOptions
 
@@ -164,3 +168,26 @@ class ServerProcess:
             self.process.kill()
         self.process.wait()
         self._reader.join(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def held_embeddings(
+    folder: Path,
+) -> AsyncIterator[tuple[Path, EmbeddingServer, threading.Event]]:
+    """An indexed pipeline whose embedding service, from now on, holds each request until the gate opens."""
+    embeddings = EmbeddingServer()
+    embeddings.start()
+    gate = threading.Event()
+    try:
+        model = (
+            "{type: openai_compatible, parameters: {base_url: '"
+            + embeddings.url
+            + "', model: fake, dimensions: 8}}"
+        )
+        file = write_pipeline(folder, embedding=model)
+        await index(file)
+        embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
+        yield file, embeddings, gate
+    finally:
+        gate.set()
+        embeddings.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -10,19 +9,17 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 from _postgres import restartable_postgres_server
-from embedding_http._server import EmbeddingServer
 
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.rag._stores import _local_snapshot
 from ragflow_config.server import KnowledgeService
 
-from ._serving import CORPUS, ServerProcess, index, write_pipeline
+from ._serving import CORPUS, ServerProcess, held_embeddings, index, write_pipeline
 
 DSN_ENV = "RAGFLOW_TEST_SERVE_DSN"
 PGVECTOR = "{type: pgvector, parameters: {dsn_env: " + DSN_ENV + ", max_retries: 0, timeout: 5}}"
@@ -165,29 +162,6 @@ async def test_a_run_beside_the_server_adds_documents_and_never_shows_half_of_on
         documents = client.get("/v1/knowledge-bases/tutorial/documents").json()
         assert documents["total"] == 3 + 40
     assert server.stop() == 0
-
-
-@contextlib.asynccontextmanager
-async def held_embeddings(
-    folder: Path,
-) -> AsyncIterator[tuple[Path, EmbeddingServer, threading.Event]]:
-    """An indexed pipeline whose embedding service, from now on, holds each request until the gate opens."""
-    embeddings = EmbeddingServer()
-    embeddings.start()
-    gate = threading.Event()
-    try:
-        model = (
-            "{type: openai_compatible, parameters: {base_url: '"
-            + embeddings.url
-            + "', model: fake, dimensions: 8}}"
-        )
-        file = write_pipeline(folder, embedding=model)
-        await index(file)
-        embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
-        yield file, embeddings, gate
-    finally:
-        gate.set()
-        embeddings.stop()
 
 
 async def test_sigterm_lets_requests_in_flight_finish(

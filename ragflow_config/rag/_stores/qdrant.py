@@ -23,6 +23,7 @@ from ..._extras import require
 from ..._redact import redact_urls
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult
 from . import _local_snapshot
+from ._in_process import off_loop
 from ._paging import pages, summarize_keys
 from ._pointer import POINTER_REGISTRY, Pointer
 from .base import (
@@ -400,7 +401,7 @@ class QdrantStore(VectorStoreBase):
 
         async def attempt() -> Any:
             try:
-                return await operation()
+                return await (off_loop(operation) if local else operation())
             except refused as exc:
                 raise VectorStoreError(self.store_name, f"{type(exc).__name__}: {exc}") from exc
             except disk as exc:
