@@ -9,6 +9,7 @@ Routes (all JSON; an error is ``{"error": {"message": ...}}`` with a 4xx or
 - ``GET /v1/knowledge-bases/{name}/documents?offset=&limit=``;
 - ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``;
 - ``GET /openapi.json``: the OpenAPI 3.1 description of the above;
+- ``GET /metrics``: Prometheus metrics (``_metrics``), behind the token like the rest;
 - ``/ui``, with ``ServeOptions.ui`` (``serve --ui``): the retrieval-testing page (``_ui``).
 """
 
@@ -42,6 +43,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Scope
 
 from .. import __version__
+from .._observe import observing
 from .._search_input import (
     MAX_TOP_K,
     NOT_BLANK,
@@ -53,7 +55,7 @@ from .._search_input import (
 from ..pipeline import Pipeline
 from ..rag import DocumentSummary, VectorSearchResult
 from ..rag._explain import ExplainedHit
-from ._admission import Admission, AdmissionMiddleware
+from ._admission import Admission, AdmissionMiddleware, Refused
 from ._auth import UI_PATH, BearerTokenMiddleware
 from ._guards import (
     MAX_JSON_DEPTH,
@@ -66,6 +68,7 @@ from ._guards import (
     parsed_json,
 )
 from ._mcp import create_mcp_server
+from ._metrics import Metrics, MetricsMiddleware, metrics_page
 from ._service import BadRequest, KnowledgeService, ServiceError, UnsupportedMediaType
 from ._settings import ServeOptions
 from ._transport import RefusalLog
@@ -422,6 +425,19 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     },
                 }
             },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics, in the text exposition format",
+                    "operationId": "metrics",
+                    "responses": {
+                        "200": {
+                            "description": "The metrics",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
+                        "401": errors["401"],
+                    },
+                }
+            },
             "/readyz": {
                 "get": {
                     "summary": "Every store answers",
@@ -567,6 +583,7 @@ def create_app(
         Route("/healthz", health, methods=["GET"]),
         Route("/readyz", ready, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
         Route("/v1/knowledge-bases", list_knowledge_bases, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}", knowledge_base, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}/documents", documents, methods=["GET"]),
@@ -587,13 +604,22 @@ def create_app(
             if owned:
                 await stack.enter_async_context(service)
             await stack.enter_async_context(mcp_server.session_manager.run())
+            stack.enter_context(observing(metrics.observe))
             if on_ready is not None:
                 result = on_ready()
                 if result is not None:
                     await result
             yield
 
-    middleware = [Middleware(JSONErrorsMiddleware)]
+    admission = Admission(options.admission_limits())
+    metrics = Metrics(admission)
+
+    def on_refused(refused: Refused) -> None:
+        _admission_refusals.note(refused)
+        metrics.refused(refused)
+
+    # Outermost: every answer counts, the guards' refusals too, with its final status.
+    middleware = [Middleware(MetricsMiddleware, metrics=metrics), Middleware(JSONErrorsMiddleware)]
     if options.access_log:
         middleware.append(Middleware(AccessLogMiddleware, log_queries=options.log_queries))
     middleware.append(
@@ -622,13 +648,12 @@ def create_app(
         middleware.append(Middleware(BearerTokenMiddleware, token=options.token, ui=options.ui))
     middleware.append(Middleware(BodyLimitMiddleware, limit=options.max_body_bytes))
     # Inside the token check: a client without the token cannot take a place.
-    admission = Admission(options.admission_limits())
     middleware.append(
         Middleware(
             AdmissionMiddleware,
             admission=admission,
             does_work=partial(_does_work, mcp_path=options.mcp_path),
-            on_refused=_admission_refusals.note,
+            on_refused=on_refused,
         )
     )
     app = Starlette(
@@ -648,6 +673,7 @@ def create_app(
     app.state.service = service
     app.state.options = options
     app.state.admission = admission
+    app.state.metrics = metrics
     return app
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 
 from embedding_http._server import EmbeddingServer
@@ -100,6 +102,10 @@ async def index(file: Path) -> None:
     await Pipeline.load(file).run(options=RunOptions(workers=0))
 
 
+def _limit_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+
 class ServerProcess:
     """`ragflow-config serve` in a child process, on a free loopback port.
 
@@ -107,7 +113,9 @@ class ServerProcess:
     is kept in ``lines``.
     """
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ragflow_config.cli", "serve", "--port", "0", *args],
             stdin=subprocess.DEVNULL,
@@ -115,6 +123,8 @@ class ServerProcess:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, **(env or {})},
+            # `ulimit -n open_files` in the server only
+            preexec_fn=None if open_files is None else partial(_limit_files, open_files),
         )
         self.lines: list[str] = []
         self.url = ""
