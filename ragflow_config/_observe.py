@@ -1,13 +1,14 @@
-"""The library's costly steps, as an observer outside it sees them (``serve``'s metrics).
+"""The library's costly steps, as observers outside it see them (``serve``'s metrics, traces).
 
 A step runs inside ``observed(operation, **attributes)``; each observer added
-with :func:`observing` hears of it when it ends: the operation, its
-attributes, its duration and whether it failed. With no observer (a run, the
-CLI), a step costs a clock read and a check of an empty list.
+with :func:`observing` is told when it begins (``begin``, whose answer it gets
+back at the end: a trace's span) and when it ends (``end``: its duration and
+its error, if any). With no observer (a run, the CLI), a step costs a check of
+an empty list.
 
 The operations, after OpenTelemetry's GenAI names where it has one:
 
-- ``retrieval``: one ``KnowledgeBase.search`` (``knowledge_base``, ``mode``);
+- ``retrieval``: one ``KnowledgeBase.search`` (``knowledge_base``, ``mode``, ``top_k``);
 - ``embeddings``: the query's embedding call (``knowledge_base``);
 - ``store.search``: one store search of one side (``knowledge_base``, ``side``:
   dense or lexical);
@@ -18,10 +19,25 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import TracebackType
+from typing import Any, Protocol
 
-Observer = Callable[[str, Mapping[str, str], float, bool], None]
+
+class Observer(Protocol):
+    def begin(self, operation: str, attributes: Mapping[str, str]) -> Any:
+        """A step begins; what this returns comes back to :meth:`end`."""
+
+    def end(
+        self,
+        operation: str,
+        attributes: Mapping[str, str],
+        begun: Any,
+        seconds: float,
+        error: BaseException | None,
+    ) -> None:
+        """The step has ended, after ``seconds``, with ``error`` or without."""
+
 
 _observers: list[Observer] = []
 
@@ -29,15 +45,18 @@ _observers: list[Observer] = []
 class observed:
     """``with observed("store.search", knowledge_base=..., side="dense"):`` around one step."""
 
-    __slots__ = ("_attributes", "_operation", "_started")
+    __slots__ = ("_attributes", "_begun", "_operation", "_started")
 
     def __init__(self, operation: str, **attributes: str) -> None:
         self._operation = operation
         self._attributes = attributes
+        self._begun: list[tuple[Observer, Any]] = []
         self._started = 0.0
 
     def __enter__(self) -> None:
-        self._started = time.perf_counter()
+        if _observers:  # those observing now hear the end, whoever comes or goes meanwhile
+            self._begun = [(o, o.begin(self._operation, self._attributes)) for o in _observers]
+            self._started = time.perf_counter()
 
     def __exit__(
         self,
@@ -45,11 +64,11 @@ class observed:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not _observers:
+        if not self._begun:
             return
         seconds = time.perf_counter() - self._started
-        for observer in tuple(_observers):
-            observer(self._operation, self._attributes, seconds, exc_type is not None)
+        for observer, begun in reversed(self._begun):  # the last to begin ends first
+            observer.end(self._operation, self._attributes, begun, seconds, exc)
 
 
 @contextlib.contextmanager

@@ -514,7 +514,9 @@ class KnowledgeBase:
         trace: list[QueryTrace] | None = [] if explain else None
         rerank = self._retrieval.rerank
         reranked = None
-        with observed("retrieval", knowledge_base=self.name, mode=self._retrieval.mode):
+        with observed(
+            "retrieval", knowledge_base=self.name, mode=self._retrieval.mode, top_k=str(top_k)
+        ):
             if rerank is None or self._reranker is None or top_k <= 0:
                 hits = await self._retrieve(queries, top_k, score_threshold, where, trace)
             else:

@@ -52,6 +52,7 @@ from .._search_input import (
     checked_score_threshold,
     echoed,
 )
+from .._tracing import tracing_from_environment
 from ..pipeline import Pipeline
 from ..rag import DocumentSummary, VectorSearchResult
 from ..rag._explain import ExplainedHit
@@ -59,18 +60,22 @@ from ._admission import Admission, AdmissionMiddleware, Refused
 from ._auth import UI_PATH, BearerTokenMiddleware
 from ._guards import (
     MAX_JSON_DEPTH,
-    AccessLogMiddleware,
+    AccessLog,
+    Answered,
     BodyLimitMiddleware,
     BodyTooLarge,
     HostOriginMiddleware,
     JSONErrorsMiddleware,
+    OutcomeMiddleware,
     error_response,
     parsed_json,
 )
 from ._mcp import create_mcp_server
-from ._metrics import Metrics, MetricsMiddleware, metrics_page
+from ._metrics import Metrics, metrics_page
 from ._service import BadRequest, KnowledgeService, ServiceError, UnsupportedMediaType
 from ._settings import ServeOptions
+from ._traces import TracingMiddleware
+from ._traces import answered as traced_answer
 from ._transport import RefusalLog
 
 logger = logging.getLogger("ragflow_config.server")
@@ -604,7 +609,10 @@ def create_app(
             if owned:
                 await stack.enter_async_context(service)
             await stack.enter_async_context(mcp_server.session_manager.run())
-            stack.enter_context(observing(metrics.observe))
+            stack.enter_context(observing(metrics))
+            if tracing is not None:
+                stack.callback(tracing.shutdown)  # sends the spans not sent yet
+                stack.enter_context(observing(tracing))
             if on_ready is not None:
                 result = on_ready()
                 if result is not None:
@@ -613,15 +621,21 @@ def create_app(
 
     admission = Admission(options.admission_limits())
     metrics = Metrics(admission)
+    tracing = tracing_from_environment()  # None unless the OTEL_* variables ask
 
     def on_refused(refused: Refused) -> None:
         _admission_refusals.note(refused)
         metrics.refused(refused)
 
-    # Outermost: every answer counts, the guards' refusals too, with its final status.
-    middleware = [Middleware(MetricsMiddleware, metrics=metrics), Middleware(JSONErrorsMiddleware)]
+    # Before the guards: every answer is logged, counted and traced, their refusals too.
+    answered: list[Answered] = [metrics.answered]
     if options.access_log:
-        middleware.append(Middleware(AccessLogMiddleware, log_queries=options.log_queries))
+        answered.append(AccessLog(log_queries=options.log_queries))
+    middleware = [Middleware(JSONErrorsMiddleware)]
+    if tracing is not None:
+        middleware.append(Middleware(TracingMiddleware, tracing=tracing))
+        answered.append(traced_answer)
+    middleware.append(Middleware(OutcomeMiddleware, listeners=answered))
     middleware.append(
         Middleware(
             HostOriginMiddleware, host_names=options.host_names, origins=options.cors_origins

@@ -30,9 +30,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from ._admission import Admission, Refused
+from ._guards import route_template
 from ._service import KnowledgeService, ServiceError
 
 logger = logging.getLogger("ragflow_config.server")
@@ -119,19 +120,34 @@ class Metrics:
         )
         self._counted_at = float("-inf")
 
+    def answered(self, scope: Scope, status: int, seconds: float) -> None:
+        """A listener of ``_guards.OutcomeMiddleware``: an HTTP request is answered."""
+        route, method = route_template(scope), scope["method"]
+        self.requests.labels(route, method, str(status)).inc()
+        self.request_seconds.labels(route, method).observe(seconds)
+
     def refused(self, refused: Refused) -> None:
         self.refusals.labels(refused.reason).inc()
 
-    def observe(
-        self, operation: str, attributes: Mapping[str, str], seconds: float, failed: bool
+    # -- an observer of ragflow_config._observe: a library step --------------------------
+
+    def begin(self, operation: str, attributes: Mapping[str, str]) -> None:
+        return None
+
+    def end(
+        self,
+        operation: str,
+        attributes: Mapping[str, str],
+        begun: None,
+        seconds: float,
+        error: BaseException | None,
     ) -> None:
-        """An observer of ``ragflow_config._observe``: a library step has ended."""
         knowledge_base = attributes.get("knowledge_base", "")
         if operation == "retrieval":
             mode = attributes.get("mode", "")
             self.retrievals.labels(knowledge_base, mode).inc()
             self.retrieval_seconds.labels(knowledge_base, mode).observe(seconds)
-            if failed:
+            if error is not None:
                 self.retrieval_failures.labels(knowledge_base, mode).inc()
         else:
             side = attributes.get("side", "")
@@ -149,47 +165,6 @@ class Metrics:
                 status = await service.status(info.name)
                 self.documents.labels(info.name).set(status.documents)
                 self.chunks.labels(info.name).set(status.chunks)
-
-
-class MetricsMiddleware:
-    """Counts and times every HTTP request by its route's template."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500  # unless an answer starts
-
-        async def send_noting_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_noting_status)
-        finally:
-            route = _route(scope)
-            method = scope["method"]
-            self.metrics.requests.labels(route, method, str(status)).inc()
-            elapsed = time.perf_counter() - started
-            self.metrics.request_seconds.labels(route, method).observe(elapsed)
-
-
-def _route(scope: Scope) -> str:
-    """The template of the route that answered (``/ui`` routes under their mount), or
-    ``(none)``: a path no route has, or a request refused before routing, is not a label
-    (any client could mint labels without end)."""
-    route = scope.get("route")
-    template = getattr(route, "path", None)
-    if not isinstance(template, str):
-        return "(none)"
-    return f"{scope.get('root_path', '')}{template}"
 
 
 async def metrics_page(request: Request) -> Response:

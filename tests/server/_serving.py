@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 
+import httpx
 from embedding_http._server import EmbeddingServer
 
 from ragflow_config.pipeline import Pipeline, RunOptions
@@ -68,6 +69,18 @@ middlewares:
     knowledge_bases: [tutorial, howto]
     parameters: {mode: agentic, top_k: 3}
 """
+
+# MCP's first request, as a client sends it
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
 
 QDRANT = "{type: qdrant, parameters: {path: store}}"
 
@@ -201,3 +214,20 @@ async def held_embeddings(
     finally:
         gate.set()
         embeddings.stop()
+
+
+def tool_call(client: httpx.Client, arguments: dict[str, object]) -> dict[str, object]:
+    """One JSON-RPC tools/call over MCP's streamable HTTP (the stateless server needs no session)."""
+    answer = client.post(
+        "/mcp",
+        headers={"Accept": "application/json, text/event-stream"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": arguments},
+        },
+    )
+    assert answer.status_code == 200, answer.text
+    result: dict[str, object] = answer.json()["result"]
+    return result

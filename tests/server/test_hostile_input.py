@@ -22,7 +22,7 @@ from ragflow_config._search_input import (
     MAX_FILTER_VALUE_CHARS,
 )
 
-from ._serving import ServerProcess
+from ._serving import INITIALIZE, ServerProcess
 
 SEARCH = "/v1/knowledge-bases/tutorial/search"
 JSON = {"Content-Type": "application/json"}
@@ -123,16 +123,6 @@ def test_the_query_cap_holds_on_the_ui(indexed: Path, server_process: type[Serve
 
 # -- stdio -----------------------------------------------------------------------
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
