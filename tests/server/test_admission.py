@@ -110,9 +110,11 @@ async def test_past_a_clients_share_or_the_queue_the_answer_is_429_with_retry_af
         queued = threading.Thread(target=search, args=("127.0.0.2",))  # waits for a place
         queued.start()
         with _client(server, "127.0.0.3") as client:
-            while (busy := client.post(SEARCH, json=QUERY)).status_code != 429:
-                time.sleep(0.05)  # until the queued one is in the queue
-            assert "requests are waiting" in busy.json()["error"]["message"]
+            while "\nragflow_admission_queued 1.0\n" not in client.get("/metrics").text:
+                time.sleep(0.05)  # until the other client waits in the queue
+            busy = client.post(SEARCH, json=QUERY)
+        assert busy.status_code == 429, busy.text
+        assert "requests are waiting" in busy.json()["error"]["message"]
         gate.set()
         for thread in [*held, queued]:
             thread.join(timeout=120)

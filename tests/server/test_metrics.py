@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from ._serving import TOKEN, ServerProcess
+from ._serving import TOKEN, ServerProcess, tool_call
 
 SEARCH = "/v1/knowledge-bases/{}/search"
 ROUTE = "/v1/knowledge-bases/{name}/search"
@@ -43,17 +43,7 @@ def test_metrics_count_what_was_asked_behind_the_token(
         assert client.get("/no/such/path").status_code == 404
         for _ in range(5):
             assert client.get("/healthz").status_code == 200
-        tool = client.post(
-            "/mcp",
-            headers={"Accept": "application/json, text/event-stream"},
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "search_knowledge", "arguments": {"query": "sorting"}},
-            },
-        )
-        assert tool.status_code == 200 and not tool.json()["result"]["isError"]
+        assert tool_call(client, {"query": "sorting"})["isError"] is False
         assert httpx.get(f"{server.url}/metrics").status_code == 401  # no token
         page = client.get("/metrics")
     assert page.status_code == 200
