@@ -17,7 +17,11 @@ backend and each number of concurrent clients:
   default), from that many keep-alive connections (httpx);
 - ``MCP``: ``tools/call search_knowledge`` over streamable HTTP with the
   SDK's ``Client``, one per concurrent client. The tool searches with the
-  file's agentic middleware (top_k 3).
+  file's agentic middleware (top_k 3);
+- ``HTTP, baseline``, with ``--baseline PYTHON``: the HTTP case against a
+  server started by another interpreter (another checkout's venv, e.g.
+  ``../main/.venv/bin/python``), alternating with this one's, so a change to
+  the request path (metrics, admission) is read as a ratio in one run.
 
 Every client sends ``--requests`` searches in all per level, cycling through
 the 30 judged queries of ``pipelines/eval/local-queries.yaml``. The load
@@ -53,6 +57,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests"))  # _postgres: the embedded PostgreSQL of the tests
 
 KB = "python-docs"
+ONE_ADDRESS = ("--max-searches-per-client", "1000", "--max-queued-searches", "1000")
 
 
 def queries() -> list[str]:
@@ -134,9 +139,12 @@ async def floor(file: Path, levels: list[int], total: int, texts: list[str]) -> 
 class Server:
     """`ragflow-config serve FILE --port 0` in a child process."""
 
-    def __init__(self, file: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, file: Path, env: dict[str, str], python: str = sys.executable, *flags: str
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ragflow_config.cli", "serve", str(file), "--port", "0"],
+            [python, "-m", "ragflow_config.cli", "serve", str(file), "--port", "0", *flags],
+            cwd=file.parent,  # not this checkout: `-m` would import its package first
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -238,7 +246,7 @@ async def run_backend(
         env={**os.environ, **env},
     )
     print(f"{name}: indexed in {time.perf_counter() - started:.0f}s", flush=True)
-    runs: dict[str, list[dict[int, Any]]] = {"floor": [], "HTTP": [], "MCP": []}
+    runs: dict[str, list[dict[int, Any]]] = {"floor": [], "HTTP": [], "MCP": [], "baseline": []}
     for rep in range(args.reps):
         # Alternate which side goes first, so a slow minute of the shared host
         # does not always land on the same one.
@@ -247,7 +255,9 @@ async def run_backend(
                 runs["floor"].append(await floor(file, args.levels, args.requests, texts))
                 print(f"{name}: rep {rep + 1} floor {_short(runs['floor'][-1])}", flush=True)
                 continue
-            server = Server(file, env)
+            # Every client of the benchmark has one address: it is one client to
+            # admission control, whose share would refuse 8 and 32 at once.
+            server = Server(file, env, sys.executable, *ONE_ADDRESS)
             try:
                 runs["HTTP"].append(await over_http(server, args.levels, args.requests, texts))
                 print(f"{name}: rep {rep + 1} HTTP {_short(runs['HTTP'][-1])}", flush=True)
@@ -256,6 +266,14 @@ async def run_backend(
                     print(f"{name}: rep {rep + 1} MCP {_short(runs['MCP'][-1])}", flush=True)
             finally:
                 server.stop()
+            if args.baseline:
+                server = Server(file, env, args.baseline)
+                try:
+                    found = await over_http(server, args.levels, args.requests, texts)
+                    runs["baseline"].append(found)
+                    print(f"{name}: rep {rep + 1} HTTP baseline {_short(found)}", flush=True)
+                finally:
+                    server.stop()
     return {case: _median(found, args.levels) for case, found in runs.items() if found}
 
 
@@ -291,6 +309,7 @@ def table(name: str, rows: dict[str, Any], levels: list[int]) -> str:
             ("floor", "in-process `KnowledgeBase.search`"),
             ("HTTP", "HTTP JSON API"),
             ("MCP", "MCP `search_knowledge` (streamable HTTP)"),
+            ("baseline", "HTTP JSON API, `--baseline` server"),
         ):
             if case not in rows:
                 continue
@@ -310,6 +329,9 @@ async def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="searches per case and level")
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP client rows")
     parser.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported")
+    parser.add_argument(
+        "--baseline", metavar="PYTHON", help="also serve with this interpreter (HTTP rows only)"
+    )
     args = parser.parse_args()
     texts = queries()
     out = []

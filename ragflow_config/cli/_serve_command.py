@@ -91,6 +91,25 @@ def register(commands: Commands) -> None:
         "deadline of one request's store and model calls, retries included",
     )
     limit(
+        "--max-searches-per-client",
+        int_between(1, 1_000_000),
+        4,
+        "searches (and listings, MCP calls, /ui pages) one client address may have in flight; "
+        "429 beyond",
+    )
+    limit(
+        "--max-searches",
+        int_between(1, 1_000_000),
+        8,
+        "such requests running at once; the next ones wait in a queue",
+    )
+    limit(
+        "--max-queued-searches",
+        int_between(0, 1_000_000),
+        64,
+        "such requests waiting at most; 429 beyond",
+    )
+    limit(
         "--max-connections",
         int_between(1, 1_000_000),
         1000,
@@ -170,6 +189,9 @@ def _serve(args: argparse.Namespace) -> int:
         allowed_hosts=tuple(args.allowed_host),
         store_timeout_seconds=args.store_timeout_seconds,
         max_connections=args.max_connections,
+        max_searches_per_client=args.max_searches_per_client,
+        max_searches=args.max_searches,
+        max_queued_searches=args.max_queued_searches,
         idle_seconds=args.idle_seconds,
         header_seconds=args.header_seconds,
         body_seconds=args.body_seconds,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from .._document import Chunk, DocumentSummary, VectorRecord, VectorSearchResult, scope_key
 from .._errors import CollectionMismatchError
 from .._foreign import converted, refuse_agentscope, refuse_agentscope_callers
+from .._observe import observed
 from ..embedding._base import EmbeddingInput, EmbeddingModelBase, vectors_digest
 from ..embedding._counts import VectorCounts
 from ..message import DataBlock, TextBlock
@@ -517,16 +518,20 @@ class KnowledgeBase:
         trace: list[QueryTrace] | None = [] if explain else None
         rerank = self._retrieval.rerank
         reranked = None
-        if rerank is None or self._reranker is None or top_k <= 0:
-            hits = await self._retrieve(queries, top_k, score_threshold, where, trace)
-        else:
-            retrieved = await self._retrieve(
-                queries, max(top_k, rerank.candidates), score_threshold, where, trace
-            )
-            head, tail = retrieved[: rerank.candidates], retrieved[rerank.candidates :]
-            reordered = await self._reranker.rerank(queries, head, top_k=len(head))
-            hits = (reordered + tail)[:top_k]
-            reranked = (rerank.reranker, head, reordered)
+        with observed(
+            "retrieval", knowledge_base=self.name, mode=self._retrieval.mode, top_k=str(top_k)
+        ):
+            if rerank is None or self._reranker is None or top_k <= 0:
+                hits = await self._retrieve(queries, top_k, score_threshold, where, trace)
+            else:
+                retrieved = await self._retrieve(
+                    queries, max(top_k, rerank.candidates), score_threshold, where, trace
+                )
+                head, tail = retrieved[: rerank.candidates], retrieved[rerank.candidates :]
+                with observed("rerank", knowledge_base=self.name):
+                    reordered = await self._reranker.rerank(queries, head, top_k=len(head))
+                hits = (reordered + tail)[:top_k]
+                reranked = (rerank.reranker, head, reordered)
         if trace is None:
             return hits
         return explain_hits(
@@ -578,7 +583,8 @@ class KnowledgeBase:
             )
         dense_sides: list[_Side | None] = [None] * len(usable)
         if dense:
-            response = await self._embedding_model(usable)
+            with observed("embeddings", knowledge_base=self.name):
+                response = await self._embedding_model(usable)
             dense_sides = list(
                 await asyncio.gather(
                     *(self._dense_side(collection, v, limit, scope) for v in response.embeddings)
@@ -635,7 +641,8 @@ class KnowledgeBase:
         """One query's dense ranking; with Rocchio, the second search's."""
         store = self._vector_store
         fetched = self._fetched(limit)
-        found = await store.search(collection, vector, top_k=fetched, metadata_filter=scope)
+        with observed("store.search", knowledge_base=self.name, side="dense"):
+            found = await store.search(collection, vector, top_k=fetched, metadata_filter=scope)
         hits, members = self._grouped(found, limit)
         feedback = self._retrieval.feedback
         rocchio = feedback.rocchio if feedback else None
@@ -673,7 +680,8 @@ class KnowledgeBase:
             return _Side([], None)
         fetched = self._fetched(limit)
         weights = await self._query_weights(collection, counts)
-        found = await store.lexical_search(collection, weights, fetched, scope)
+        with observed("store.search", knowledge_base=self.name, side="lexical"):
+            found = await store.lexical_search(collection, weights, fetched, scope)
         hits, members = self._grouped(found, limit)
         feedback = self._retrieval.feedback
         rm3 = feedback.rm3 if feedback else None

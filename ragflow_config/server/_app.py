@@ -9,15 +9,16 @@ Routes (all JSON; an error is ``{"error": {"message": ...}}`` with a 4xx or
 - ``GET /v1/knowledge-bases/{name}/documents?offset=&limit=``;
 - ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``;
 - ``GET /openapi.json``: the OpenAPI 3.1 description of the above;
+- ``GET /metrics``: Prometheus metrics (``_metrics``), behind the token like the rest;
 - ``/ui``, with ``ServeOptions.ui`` (``serve --ui``): the retrieval-testing page (``_ui``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -28,6 +29,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 from pydantic.json_schema import models_json_schema
@@ -38,31 +40,43 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Scope
 
 from .. import __version__
+from .._observe import observing
 from .._search_input import (
     MAX_TOP_K,
     NOT_BLANK,
+    checked_filter,
     checked_query,
     checked_score_threshold,
     echoed,
 )
+from .._tracing import tracing_from_environment
 from ..pipeline import Pipeline
 from ..rag import DocumentSummary, VectorSearchResult
 from ..rag._explain import ExplainedHit
-from ..rag._stores.base import flatten_filter
-from ._auth import BearerTokenMiddleware
+from ._admission import Admission, AdmissionMiddleware, Refused
+from ._auth import UI_PATH, BearerTokenMiddleware
 from ._guards import (
-    AccessLogMiddleware,
+    MAX_JSON_DEPTH,
+    AccessLog,
+    Answered,
     BodyLimitMiddleware,
     BodyTooLarge,
     HostOriginMiddleware,
     JSONErrorsMiddleware,
+    OutcomeMiddleware,
     error_response,
+    parsed_json,
 )
 from ._mcp import create_mcp_server
+from ._metrics import Metrics, metrics_page
 from ._service import BadRequest, KnowledgeService, ServiceError, UnsupportedMediaType
 from ._settings import ServeOptions
+from ._traces import TracingMiddleware
+from ._traces import answered as traced_answer
+from ._transport import RefusalLog
 
 logger = logging.getLogger("ragflow_config.server")
 
@@ -104,16 +118,32 @@ class SearchRequest(BaseModel):
         "terms and their weights, the fusion, the reranker and the filter in force.",
     )
 
-    # The CLI and MCP check with the same functions, so all three refuse alike.
+    # The CLI, MCP and /ui check with the same functions, so all refuse alike; the
+    # server's own bounds come in the validation context (ServeOptions).
     @field_validator("query", mode="before")
     @classmethod
-    def _query(cls, value: object) -> object:
-        return checked_query(value) if isinstance(value, str) else value
+    def _query(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str):
+            return value
+        return checked_query(value, max_chars=_limits(info).max_query_chars)
+
+    @field_validator("filter", mode="before")
+    @classmethod
+    def _filter(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, dict):
+            return value
+        return checked_filter(value, max_keys=_limits(info).max_filter_keys)
 
     @field_validator("score_threshold", mode="before")
     @classmethod
     def _score_threshold(cls, value: object) -> object:
         return checked_score_threshold(value) if isinstance(value, (int, float)) else value
+
+
+def _limits(info: ValidationInfo) -> ServeOptions:
+    context = info.context or {}
+    options = context.get("options")
+    return options if isinstance(options, ServeOptions) else ServeOptions()
 
 
 class SearchResponse(BaseModel):
@@ -217,9 +247,14 @@ async def _json_body(request: Request) -> Any:
     if not body:
         raise BadRequest("the request needs a JSON body")
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, ValueError):
-        raise BadRequest("the request body is not valid JSON") from None
+        return parsed_json(body)
+    except ValueError as exc:
+        deep = "recursion limit" in str(exc)
+        raise BadRequest(
+            f"the request body nests over {MAX_JSON_DEPTH} levels deep"
+            if deep
+            else "the request body is not valid JSON"
+        ) from None
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -299,20 +334,10 @@ async def search(request: Request) -> Response:
     if not isinstance(payload, dict):
         raise BadRequest("the request body must be a JSON object")
     try:
-        query = SearchRequest.model_validate(payload)
+        query = SearchRequest.model_validate(payload, context={"options": options})
     except ValidationError as exc:  # _search_input's checks too, as field validators
         raise BadRequest(_validation_message(exc)) from None
     request.state.query = query.query
-    if len(query.query) > options.max_query_chars:
-        raise BadRequest(
-            f"query is {len(query.query)} characters; at most {options.max_query_chars} are accepted"
-        )
-    try:
-        pairs = flatten_filter(query.filter)
-    except ValueError as exc:
-        raise BadRequest(str(exc).replace("metadata_filter", "filter")) from None
-    if len(pairs) > options.max_filter_keys:
-        raise BadRequest(f"filter names {len(pairs)} keys; at most {options.max_filter_keys}")
     hits = await service.search(
         name,
         query.query,
@@ -401,6 +426,19 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "operationId": "health",
                     "responses": {
                         "200": answer("Alive", "Health"),
+                        "401": errors["401"],
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics, in the text exposition format",
+                    "operationId": "metrics",
+                    "responses": {
+                        "200": {
+                            "description": "The metrics",
+                            "content": {"text/plain": {"schema": {"type": "string"}}},
+                        },
                         "401": errors["401"],
                     },
                 }
@@ -550,6 +588,7 @@ def create_app(
         Route("/healthz", health, methods=["GET"]),
         Route("/readyz", ready, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/metrics", metrics_page, methods=["GET"]),
         Route("/v1/knowledge-bases", list_knowledge_bases, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}", knowledge_base, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}/documents", documents, methods=["GET"]),
@@ -570,15 +609,33 @@ def create_app(
             if owned:
                 await stack.enter_async_context(service)
             await stack.enter_async_context(mcp_server.session_manager.run())
+            stack.enter_context(observing(metrics))
+            if tracing is not None:
+                stack.callback(tracing.shutdown)  # sends the spans not sent yet
+                stack.enter_context(observing(tracing))
             if on_ready is not None:
                 result = on_ready()
                 if result is not None:
                     await result
             yield
 
-    middleware = [Middleware(JSONErrorsMiddleware)]
+    admission = Admission(options.admission_limits())
+    metrics = Metrics(admission)
+    tracing = tracing_from_environment()  # None unless the OTEL_* variables ask
+
+    def on_refused(refused: Refused) -> None:
+        _admission_refusals.note(refused)
+        metrics.refused(refused)
+
+    # Before the guards: every answer is logged, counted and traced, their refusals too.
+    answered: list[Answered] = [metrics.answered]
     if options.access_log:
-        middleware.append(Middleware(AccessLogMiddleware, log_queries=options.log_queries))
+        answered.append(AccessLog(log_queries=options.log_queries))
+    middleware = [Middleware(JSONErrorsMiddleware)]
+    if tracing is not None:
+        middleware.append(Middleware(TracingMiddleware, tracing=tracing))
+        answered.append(traced_answer)
+    middleware.append(Middleware(OutcomeMiddleware, listeners=answered))
     middleware.append(
         Middleware(
             HostOriginMiddleware, host_names=options.host_names, origins=options.cors_origins
@@ -604,6 +661,15 @@ def create_app(
     if options.token is not None:
         middleware.append(Middleware(BearerTokenMiddleware, token=options.token, ui=options.ui))
     middleware.append(Middleware(BodyLimitMiddleware, limit=options.max_body_bytes))
+    # Inside the token check: a client without the token cannot take a place.
+    middleware.append(
+        Middleware(
+            AdmissionMiddleware,
+            admission=admission,
+            does_work=partial(_does_work, mcp_path=options.mcp_path),
+            on_refused=on_refused,
+        )
+    )
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -620,4 +686,20 @@ def create_app(
     app.router.redirect_slashes = False
     app.state.service = service
     app.state.options = options
+    app.state.admission = admission
+    app.state.metrics = metrics
     return app
+
+
+def _does_work(scope: Scope, *, mcp_path: str) -> bool:
+    """Whether a request may do store or model work, and so waits for a place (``_admission``)."""
+    path: str = scope["path"]
+    if path == mcp_path:
+        return bool(scope["method"] == "POST")
+    if path == UI_PATH or path.startswith(f"{UI_PATH}/"):
+        return not path.startswith(f"{UI_PATH}/static/")
+    # /v1/knowledge-bases/{name}/search and .../documents; not the names nor one base's
+    return path.startswith("/v1/knowledge-bases/") and path.count("/") >= 4
+
+
+_admission_refusals = RefusalLog("refused a request")

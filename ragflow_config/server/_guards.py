@@ -4,7 +4,8 @@ From the outside in (see ``create_app``):
 
 - :class:`JSONErrorsMiddleware`: every error body is the API's JSON, even one a
   framework wrote as plain text, and a request cut by the drain gets a JSON 503;
-- :class:`AccessLogMiddleware`: one line per request;
+- :class:`OutcomeMiddleware`: each request's status and time, to the access
+  log (:class:`AccessLog`, one line per request) and the metrics;
 - :class:`HostOriginMiddleware`: the Host and Origin checks against DNS rebinding;
 - CORS, the bearer token (``_auth``), then :class:`BodyLimitMiddleware`.
 """
@@ -16,10 +17,12 @@ import ipaddress
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import urlsplit
 
+import pydantic_core
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -30,6 +33,20 @@ logger = logging.getLogger("ragflow_config.server")
 
 # What of a plain-text error body is kept as the JSON error's message.
 MAX_PLAIN_MESSAGE = 500
+
+
+# pydantic-core's JSON parser refuses nesting past this depth (json.loads recurses,
+# and 30,000 nested brackets inside the body limit raised RecursionError).
+MAX_JSON_DEPTH = 200
+
+
+def parsed_json(data: bytes | str) -> Any:
+    """``data`` parsed as JSON, at most :data:`MAX_JSON_DEPTH` levels deep; ValueError if not.
+
+    Integers of any size stay integers (the checks that take them refuse
+    what does not fit); ``NaN`` and ``Infinity`` are read as Python reads them.
+    """
+    return pydantic_core.from_json(data)
 
 
 def error_body(message: str) -> bytes:
@@ -195,16 +212,17 @@ class HostOriginMiddleware:
         return f"Origin {echoed(origin)!r} is not allowed; start the server with --cors-origin"
 
 
-class AccessLogMiddleware:
-    """One line per HTTP request: client, method, path (no query string), status, time.
+Answered = Callable[[Scope, int, float], None]
 
-    Query text is never logged unless ``log_queries`` (then the search query
-    rides on the same line).
-    """
 
-    def __init__(self, app: ASGIApp, log_queries: bool = False) -> None:
+class OutcomeMiddleware:
+    """Times each HTTP request and notes its status; once it is answered, each of
+    ``listeners`` hears of it (``listener(scope, status, seconds)``): the access
+    log, the metrics. A request that ends without an answer counts as 500."""
+
+    def __init__(self, app: ASGIApp, listeners: Sequence[Answered]) -> None:
         self.app = app
-        self.log_queries = log_queries
+        self.listeners = tuple(listeners)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -222,15 +240,40 @@ class AccessLogMiddleware:
         try:
             await self.app(scope, receive, send_and_note)
         finally:
-            client = scope.get("client")
-            where = client[0] if client else "-"
-            line = json.dumps(f"{scope['method']} {echoed(scope['path'])}", ensure_ascii=True)
-            extra = ""
-            query = scope.get("state", {}).get("query")
-            if self.log_queries and query is not None:
-                extra = " query=" + json.dumps(query, ensure_ascii=True)
-            elapsed = (time.perf_counter() - started) * 1000
-            access_logger.info("%s %s %d %.1fms%s", where, line, status, elapsed, extra)
+            elapsed = time.perf_counter() - started
+            for listener in self.listeners:
+                listener(scope, status, elapsed)
+
+
+def route_template(scope: Scope) -> str:
+    """The template of the route that answered (``/ui`` routes under their mount), or
+    ``(none)``: a path no route has, or a request refused before routing, is no label
+    for metrics or traces (any client could mint them without end)."""
+    template = getattr(scope.get("route"), "path", None)
+    if not isinstance(template, str):
+        return "(none)"
+    return f"{scope.get('root_path', '')}{template}"
+
+
+class AccessLog:
+    """One line per HTTP request: client, method, path (no query string), status, time.
+
+    Query text is never logged unless ``log_queries`` (then the search query
+    rides on the same line).
+    """
+
+    def __init__(self, log_queries: bool = False) -> None:
+        self.log_queries = log_queries
+
+    def __call__(self, scope: Scope, status: int, seconds: float) -> None:
+        client = scope.get("client")
+        where = client[0] if client else "-"
+        line = json.dumps(f"{scope['method']} {echoed(scope['path'])}", ensure_ascii=True)
+        extra = ""
+        query = scope.get("state", {}).get("query")
+        if self.log_queries and query is not None:
+            extra = " query=" + json.dumps(query, ensure_ascii=True)
+        access_logger.info("%s %s %d %.1fms%s", where, line, status, seconds * 1000, extra)
 
 
 class BodyTooLarge(Exception):

@@ -99,14 +99,9 @@ def check_arguments(
         at = f" at {where}" if where else ""
         return f"Input validation failed for tool {tool.name}{at}: {problem.message}"
     try:
-        checked_query(arguments["query"])
+        checked_query(arguments["query"], max_chars=options.max_query_chars)
     except SearchInputError as exc:
         return f"Input validation failed for tool {tool.name} at query: {exc}"
-    if len(arguments["query"]) > options.max_query_chars:
-        return (
-            f"Input validation failed for tool {tool.name} at query: longer than "
-            f"{options.max_query_chars} characters"
-        )
     return None
 
 

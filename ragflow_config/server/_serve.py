@@ -7,12 +7,14 @@ import contextlib
 import errno
 import logging
 import math
+import os
 import socket
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
@@ -22,9 +24,12 @@ from ._app import create_app
 from ._service import KnowledgeService, as_pipeline
 from ._settings import ACCEPT_BURST, ServeOptions
 from ._stdio import serve_stdio
-from ._transport import bounded_protocol
+from ._transport import bounded_protocol, refusals
 
 logger = logging.getLogger("ragflow_config.server")
+
+# accept() failing for want of a file (asyncio then waits a second before the next)
+_OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class ListenError(RagflowError):
@@ -97,6 +102,38 @@ def _open_file_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
+def _open_files() -> int:
+    """How many files this process holds now (its stores' and model's among them), or 0
+    where that cannot be read."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        with contextlib.suppress(OSError):
+            return len(os.listdir(folder))
+    return 0
+
+
+def _accept_failures_logged_once_a_second(loop: asyncio.AbstractEventLoop) -> None:
+    """asyncio stops accepting for a second when the process runs out of files, and logs
+    a traceback each time: under a flood, hundreds. Said here once a second, with a count."""
+    previous = loop.get_exception_handler()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if (
+            isinstance(exc, OSError)
+            and exc.errno in _OUT_OF_FILES
+            and "accept" in str(context.get("message", ""))
+        ):
+            refusals.note(
+                "no file left to accept a connection with (ulimit -n); accepting again in 1 s"
+            )
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
+
+
 async def serve_http(
     pipeline: Pipeline | str | Path,
     options: ServeOptions | None = None,
@@ -132,7 +169,8 @@ async def serve_http(
                     announce(serving)
 
             app = create_app(service, options, on_ready=ready)
-            limits = options.transport_limits(_open_file_limit())
+            limits = options.transport_limits(_open_file_limit(), _open_files())
+            _accept_failures_logged_once_a_second(asyncio.get_running_loop())
             if limits.max_connections < options.max_connections:
                 logger.warning(
                     "at most %d connections: the open-file limit (ulimit -n) leaves no room "

@@ -10,6 +10,7 @@ from pydantic_settings import SettingsConfigDict
 
 from .._errors import RagflowError
 from ..credential._base import CredentialBase
+from ._admission import AdmissionLimits
 from ._transport import TransportLimits
 
 DEFAULT_TOKEN_VARIABLE = "RAGFLOW_SERVE_TOKEN"
@@ -18,8 +19,9 @@ WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
 # Connections accepted in one go when the listening socket is ready (uvicorn's
 # backlog): accepted before the cap closes them, so they need files too.
 ACCEPT_BURST = 64
-# Files a server keeps open besides its connections: the listening socket, logs,
-# the stores' files and sockets, the model; and one burst of accepts.
+# Files a server may open besides its connections and the files it holds at start
+# (the listening socket, logs, the stores' files and sockets, the model): those a
+# store or model opens later, and one burst of accepts.
 RESERVED_FILES = 64 + ACCEPT_BURST
 
 
@@ -105,6 +107,21 @@ class ServeOptions(BaseModel):
         description="Deadline of the store and model calls under one request, retries included "
         "(503 beyond).",
     )
+    max_searches_per_client: int = Field(
+        default=4,
+        ge=1,
+        description="Requests doing store or model work (searches, listings, MCP, /ui) one "
+        "client address may have running or waiting at once (429 beyond).",
+    )
+    max_searches: int = Field(
+        default=8, ge=1, description="Such requests running at once; the next ones wait."
+    )
+    max_queued_searches: int = Field(
+        default=64,
+        ge=0,
+        description="Such requests waiting at most, each for at most store_timeout_seconds "
+        "(429 beyond).",
+    )
     max_connections: int = Field(
         default=1000,
         ge=1,
@@ -166,12 +183,16 @@ class ServeOptions(BaseModel):
             names.add(self.host.lower())
         return frozenset(names)
 
-    def transport_limits(self, open_file_limit: int | None = None) -> TransportLimits:
+    def transport_limits(
+        self, open_file_limit: int | None = None, open_files: int = 0
+    ) -> TransportLimits:
         """The transport's bounds; ``max_connections`` lowered to leave room under the
-        process's open-file limit (stores, logs and the listening socket need some too)."""
+        process's open-file limit for the ``open_files`` it holds already (stores, model,
+        logs, the listening socket) and :data:`RESERVED_FILES` more."""
         connections = self.max_connections
         if open_file_limit is not None:
-            connections = max(1, min(connections, open_file_limit - RESERVED_FILES))
+            room = open_file_limit - open_files - RESERVED_FILES
+            connections = max(1, min(connections, room))
         return TransportLimits(
             max_connections=connections,
             max_request_line_bytes=self.max_request_line_bytes,
@@ -180,4 +201,14 @@ class ServeOptions(BaseModel):
             idle_seconds=self.idle_seconds,
             header_seconds=self.header_seconds,
             body_seconds=self.body_seconds,
+        )
+
+    def admission_limits(self) -> AdmissionLimits:
+        """The bounds of :class:`~._admission.Admission`: a queued request waits at most
+        a request's deadline."""
+        return AdmissionLimits(
+            per_client=self.max_searches_per_client,
+            running=self.max_searches,
+            queued=self.max_queued_searches,
+            wait_seconds=self.store_timeout_seconds,
         )

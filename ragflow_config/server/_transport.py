@@ -7,7 +7,10 @@ protocol is uvicorn's ``HttpToolsProtocol`` (a class uvicorn takes as
 ``Config(http=...)``) with the bounds of :class:`TransportLimits`, enforced
 before any byte reaches the application, and so before the token check:
 
-- at most ``max_connections`` open connections; the next is answered 503 and closed;
+- at most ``max_connections`` open connections; past it, the connection that
+  has waited longest without a request is answered 503 and closed to make room
+  (slow clients cannot lock the others out), or, when every connection is in a
+  request, the new one is;
 - a request line of at most ``max_request_line_bytes`` (414 beyond), at most
   ``max_headers`` header fields and ``max_header_bytes`` for the whole head (431);
 - a new connection, or one between requests, sends its next request within
@@ -57,14 +60,15 @@ class _Refused(Exception):
         self.message = message
 
 
-class _RefusalLog:
+class RefusalLog:
     """One warning a second at most, saying how many refusals it stands for."""
 
-    def __init__(self) -> None:
+    def __init__(self, what: str = "refused a connection") -> None:
+        self._what = what
         self._last = float("-inf")
         self._unsaid = 0
 
-    def note(self, reason: str) -> None:
+    def note(self, reason: object) -> None:
         now = time.monotonic()
         self._unsaid += 1
         if now - self._last < 1.0:
@@ -72,12 +76,12 @@ class _RefusalLog:
         more = (
             f" (and {self._unsaid - 1} more since the last such line)" if self._unsaid > 1 else ""
         )
-        logger.warning("refused a connection: %s%s", reason, more)
+        logger.warning("%s: %s%s", self._what, reason, more)
         self._last = now
         self._unsaid = 0
 
 
-refusals = _RefusalLog()
+refusals = RefusalLog()
 
 
 def refusal(status: int, message: str) -> bytes:
@@ -108,20 +112,40 @@ class _BoundedProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._header_count = 0
         self._deadline: asyncio.TimerHandle | None = None
+        self._accepted_at = 0.0
 
     # -- connection ------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._accepted_at = time.monotonic()
         if len(self.connections) > self.limits.max_connections:
-            self._refuse(503, f"the server holds {self.limits.max_connections} connections")
-            return
+            waiting = self._longest_waiting()
+            if waiting is None:  # every connection is in a request: this one waits its turn
+                self._refuse(503, f"the server holds {self.limits.max_connections} connections")
+                return
+            # Slow clients (slowloris) must not lock everyone out: the connection that
+            # has waited longest without a request makes room for this one.
+            waiting._refuse(503, "the server is full; a connection without a request was closed")
         # uvicorn arms its keep-alive timer only after a response; a connection
         # that never sends a request is held to the same idle time.
         # (Between requests, uvicorn's own is set to the same time: ``timeout_keep_alive``.)
         self.timeout_keep_alive_task = self.loop.call_later(
             self.limits.idle_seconds, self.timeout_keep_alive_handler
         )
+
+    def _longest_waiting(self) -> _BoundedProtocol | None:
+        """The connection open longest without a request in progress, but for this one."""
+        waiting = [
+            other
+            for other in self.connections
+            if other is not self
+            and isinstance(other, _BoundedProtocol)
+            and other._in_head
+            and (other.cycle is None or other.cycle.response_complete)
+            and not other.transport.is_closing()
+        ]
+        return min(waiting, key=lambda other: other._accepted_at, default=None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

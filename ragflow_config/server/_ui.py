@@ -137,7 +137,9 @@ async def knowledge_base(request: Request) -> Response:
     problem, hits = None, None
     if raw_query:
         try:
-            query = checked_query(raw_query, name="q")
+            query = checked_query(
+                raw_query, name="q", max_chars=request.app.state.options.max_query_chars
+            )
             top_k = checked_top_k(_integer(form["top_k"]), name="top_k")
             if mode not in MODES:
                 raise SearchInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")

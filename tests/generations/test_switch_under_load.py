@@ -52,6 +52,9 @@ from ragflow_config.server._transport import bounded_protocol
 
 FILES = 30
 CLIENTS = 6
+# Every client here has the one loopback address: one client to admission control,
+# whose share (4 in flight) is not what these tests are about.
+ONE_ADDRESS = ("--max-searches-per-client", str(CLIENTS))
 TOP_K = 5
 SETS_PER_PHASE = 40  # result sets each phase waits for (before the run, after it, new server)
 PHASE_DEADLINE = 120.0  # seconds a phase may wait for them before the test gives up
@@ -121,7 +124,9 @@ class Engine:
                 yield url
             return
         env = {**self.env, "RAGFLOW_SERVE_TOKEN": TOKEN}
-        process = await asyncio.to_thread(ServerProcess, str(file), "--no-access-log", env=env)
+        process = await asyncio.to_thread(
+            ServerProcess, str(file), "--no-access-log", *ONE_ADDRESS, env=env
+        )
         try:
             yield process.url
         finally:
@@ -170,7 +175,7 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> E
 @contextlib.asynccontextmanager
 async def in_process_server(pipeline: Pipeline) -> AsyncIterator[str]:
     """The HTTP app of `serve` under uvicorn, in this event loop, on a free loopback port."""
-    options = ServeOptions(token=SecretStr(TOKEN))
+    options = ServeOptions(token=SecretStr(TOKEN), max_searches_per_client=CLIENTS)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
+
+import httpx
+from embedding_http._server import EmbeddingServer
 
 from ragflow_config.pipeline import Pipeline, RunOptions
 
@@ -63,6 +70,18 @@ middlewares:
     parameters: {mode: agentic, top_k: 3}
 """
 
+# MCP's first request, as a client sends it
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
 QDRANT = "{type: qdrant, parameters: {path: store}}"
 
 
@@ -96,6 +115,10 @@ async def index(file: Path) -> None:
     await Pipeline.load(file).run(options=RunOptions(workers=0))
 
 
+def _limit_files(count: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+
 class ServerProcess:
     """`ragflow-config serve` in a child process, on a free loopback port.
 
@@ -103,7 +126,9 @@ class ServerProcess:
     is kept in ``lines``.
     """
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+    ) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ragflow_config.cli", "serve", "--port", "0", *args],
             stdin=subprocess.DEVNULL,
@@ -111,6 +136,8 @@ class ServerProcess:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, **(env or {})},
+            # `ulimit -n open_files` in the server only
+            preexec_fn=None if open_files is None else partial(_limit_files, open_files),
         )
         self.lines: list[str] = []
         self.url = ""
@@ -164,3 +191,43 @@ class ServerProcess:
             self.process.kill()
         self.process.wait()
         self._reader.join(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def held_embeddings(
+    folder: Path,
+) -> AsyncIterator[tuple[Path, EmbeddingServer, threading.Event]]:
+    """An indexed pipeline whose embedding service, from now on, holds each request until the gate opens."""
+    embeddings = EmbeddingServer()
+    embeddings.start()
+    gate = threading.Event()
+    try:
+        model = (
+            "{type: openai_compatible, parameters: {base_url: '"
+            + embeddings.url
+            + "', model: fake, dimensions: 8}}"
+        )
+        file = write_pipeline(folder, embedding=model)
+        await index(file)
+        embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
+        yield file, embeddings, gate
+    finally:
+        gate.set()
+        embeddings.stop()
+
+
+def tool_call(client: httpx.Client, arguments: dict[str, object]) -> dict[str, object]:
+    """One JSON-RPC tools/call over MCP's streamable HTTP (the stateless server needs no session)."""
+    answer = client.post(
+        "/mcp",
+        headers={"Accept": "application/json, text/event-stream"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_knowledge", "arguments": arguments},
+        },
+    )
+    assert answer.status_code == 200, answer.text
+    result: dict[str, object] = answer.json()["result"]
+    return result

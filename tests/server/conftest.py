@@ -26,8 +26,10 @@ def server_process() -> Iterator[type[ServerProcess]]:
     started: list[ServerProcess] = []
 
     class Tracked(ServerProcess):
-        def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-            super().__init__(*args, env=env)
+        def __init__(
+            self, *args: str, env: dict[str, str] | None = None, open_files: int | None = None
+        ) -> None:
+            super().__init__(*args, env=env, open_files=open_files)
             started.append(self)
 
     yield Tracked

@@ -12,7 +12,7 @@ import httpx
 
 from ragflow_config.pipeline import Pipeline
 
-from ._serving import TOKEN, ServerProcess, write_pipeline
+from ._serving import TOKEN, ServerProcess, tool_call, write_pipeline
 
 QUERY = "read a file line by line"
 JSON = {"Content-Type": "application/json"}
@@ -289,16 +289,7 @@ async def test_a_knowledge_base_not_indexed_yet_answers_nothing_and_is_not_creat
         answer = client.post("/v1/knowledge-bases/tutorial/search", json={"query": QUERY})
         assert answer.status_code == 200 and answer.json()["hits"] == []
         assert client.get("/v1/knowledge-bases/howto/documents").json()["total"] == 0
-        called = client.post(
-            "/mcp",
-            headers={"Accept": "application/json, text/event-stream"},
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "search_knowledge", "arguments": {"query": QUERY}},
-            },
-        ).json()["result"]
+        called = tool_call(client, {"query": QUERY})
         assert called["content"][0]["text"] == "No relevant content found."
     assert server.stop() == 0
     async with Pipeline.load(file).build() as built:

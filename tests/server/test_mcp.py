@@ -63,7 +63,7 @@ async def _exercise(session: ClientSession | Client, expected: dict[str, Any]) -
         ({"query": ""}, "at query: '' should be non-empty"),
         ({"query": "x", "knowledge_bases": ["elsewhere"]}, "at knowledge_bases/0"),
         ({"query": "x", "top_k": 50}, "Additional properties are not allowed"),
-        ({"query": "x" * 2001}, "longer than 2000 characters"),
+        ({"query": "x" * 2001}, "2001 characters; at most 2000 are accepted"),
     ]:
         refused = await session.call_tool("search_knowledge", arguments)
         assert refused.is_error

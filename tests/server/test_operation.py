@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -10,19 +9,25 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 from _postgres import restartable_postgres_server
-from embedding_http._server import EmbeddingServer
 
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.rag._stores import _local_snapshot
 from ragflow_config.server import KnowledgeService
 
-from ._serving import CORPUS, ServerProcess, index, write_pipeline
+from ._serving import (
+    CORPUS,
+    INITIALIZE,
+    ServerProcess,
+    held_embeddings,
+    index,
+    tool_call,
+    write_pipeline,
+)
 
 DSN_ENV = "RAGFLOW_TEST_SERVE_DSN"
 PGVECTOR = "{type: pgvector, parameters: {dsn_env: " + DSN_ENV + ", max_retries: 0, timeout: 5}}"
@@ -30,23 +35,6 @@ SEARCH = "/v1/knowledge-bases/tutorial/search"
 QUERY = {"query": "read a file line by line", "top_k": 3}
 # Room for a loaded host: the held request outlasts neither the drain nor its deadline.
 DRAIN = ("--drain-seconds", "60", "--store-timeout-seconds", "60")
-
-
-def _tool_call(client: httpx.Client, arguments: dict[str, object]) -> dict[str, object]:
-    """One JSON-RPC tools/call over MCP's streamable HTTP (the stateless server needs no session)."""
-    answer = client.post(
-        "/mcp",
-        headers={"Accept": "application/json, text/event-stream"},
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "search_knowledge", "arguments": arguments},
-        },
-    )
-    assert answer.status_code == 200, answer.text
-    result: dict[str, object] = answer.json()["result"]
-    return result
 
 
 async def test_a_store_that_goes_away_makes_requests_503_until_it_returns(
@@ -78,7 +66,7 @@ async def test_a_store_that_goes_away_makes_requests_503_until_it_returns(
             assert "127.0.0.1" not in said and "PgVectorStore" not in said
             assert server.wait_for_line("PgVectorStore(127.0.0.1:")  # the log has the details
             assert client.get("/v1/knowledge-bases/tutorial/documents").status_code == 503
-            failed = _tool_call(client, {"query": "read a file"})
+            failed = tool_call(client, {"query": "read a file"})
             assert failed["isError"] is True
             assert "Try again shortly" in failed["content"][0]["text"]  # type: ignore[index]
             assert client.get("/healthz").status_code == 200  # alive, not ready
@@ -86,7 +74,7 @@ async def test_a_store_that_goes_away_makes_requests_503_until_it_returns(
             postgres.start()  # the same server, not restarted
             assert client.get("/readyz").status_code == 200
             assert client.post(SEARCH, json=QUERY).json()["hits"] == before
-            assert _tool_call(client, {"query": "read a file"})["isError"] is False
+            assert tool_call(client, {"query": "read a file"})["isError"] is False
         assert server.stop() == 0
 
         # A server started while the store is down starts anyway, not ready, and
@@ -167,29 +155,6 @@ async def test_a_run_beside_the_server_adds_documents_and_never_shows_half_of_on
     assert server.stop() == 0
 
 
-@contextlib.asynccontextmanager
-async def held_embeddings(
-    folder: Path,
-) -> AsyncIterator[tuple[Path, EmbeddingServer, threading.Event]]:
-    """An indexed pipeline whose embedding service, from now on, holds each request until the gate opens."""
-    embeddings = EmbeddingServer()
-    embeddings.start()
-    gate = threading.Event()
-    try:
-        model = (
-            "{type: openai_compatible, parameters: {base_url: '"
-            + embeddings.url
-            + "', model: fake, dimensions: 8}}"
-        )
-        file = write_pipeline(folder, embedding=model)
-        await index(file)
-        embeddings.reply = lambda number, body: (gate.wait(timeout=60), None)[1]
-        yield file, embeddings, gate
-    finally:
-        gate.set()
-        embeddings.stop()
-
-
 async def test_sigterm_lets_requests_in_flight_finish(
     tmp_path: Path, server_process: type[ServerProcess]
 ) -> None:
@@ -231,16 +196,7 @@ async def test_sigterm_over_stdio_lets_the_call_in_flight_finish_then_exits_0(
         )
         assert server.stdin is not None and server.stdout is not None
         calls = (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "test", "version": "1"},
-                },
-            },
+            INITIALIZE,
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {
                 "jsonrpc": "2.0",

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,14 +133,22 @@ def test_idle_slow_and_stalled_connections_are_closed(
     assert 1 <= len(refusals) <= 3, refusals
 
 
-def test_connections_past_the_limit_are_answered_503_and_closed(
+def test_past_the_limit_the_longest_idle_connection_makes_room(
     indexed: Path, server_process: type[ServerProcess]
 ) -> None:
     server = server_process(str(indexed), "--max-connections", "3", "--idle-seconds", "60")
-    held = [socket.create_connection(_address(server), timeout=60) for _ in range(3)]
+    held = []
+    for _ in range(3):
+        held.append(socket.create_connection(_address(server), timeout=60))
+        time.sleep(0.05)  # accepted in this order
     try:
-        with _connection(server) as fourth:  # answered at once, before it asks anything
-            assert _json_error(_read_all(fourth)) == (503, "the server holds 3 connections")
+        with _connection(server) as fourth:  # served: the first, idle longest, is closed
+            fourth.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            assert _read_all(fourth).startswith(b"HTTP/1.1 200 ")
+        assert _json_error(_read_all(held[0])) == (
+            503,
+            "the server is full; a connection without a request was closed",
+        )
     finally:
         for sock in held:
             sock.close()

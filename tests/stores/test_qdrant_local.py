@@ -107,3 +107,36 @@ async def test_a_collection_past_the_local_engines_size_is_told_to_move_once(
         async with QdrantStore(path=str(tmp_path), local_snapshot=False):
             pass
         assert len(told()) == 1  # once a process
+
+
+async def test_a_costly_local_search_leaves_the_event_loop_free(tmp_path: Path) -> None:
+    """The local engine checks a filter against every point in the caller (issue 53: a
+    900-level filter froze the server for 5 s). Its calls run on their own thread: a
+    heartbeat on the event loop beats while one runs; on the loop, it could not."""
+    import asyncio
+
+    deep: dict[str, object] = {"tenant_id": "t"}
+    for _ in range(400):
+        deep = {"a": deep}
+    async with QdrantStore(path=str(tmp_path)) as store:
+        await store.create_collection("kb", 4)
+        records = [make_record(f"doc{i}", 0, [1.0, float(i), 0.0, 1.0]) for i in range(200)]
+        await store.insert("kb", records)
+        beats = 0
+        searching = True
+
+        async def heartbeat() -> None:
+            nonlocal beats
+            while searching:
+                await asyncio.sleep(0)
+                beats += 1
+
+        beating = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0)
+        before = beats
+        try:
+            await store.search("kb", [1.0, 0.0, 0.0, 1.0], 5, {"k" * 100_000: "x", **deep})
+        finally:
+            searching = False
+            await beating
+        assert beats - before > 10  # the loop ran while the engine searched

@@ -22,6 +22,7 @@ from ...._errors import VectorStoreError
 from ...._extras import require
 from ...._redact import redact_urls
 from .. import _local_snapshot
+from .._in_process import off_loop
 from ..base import StoreParameters, VectorStoreBase, in_use, with_retries
 from ._filter import payload_filter
 from ._local import local_failure, probe_folder, report_load, set_journal
@@ -302,7 +303,7 @@ class QdrantConnection(VectorStoreBase):
 
         async def attempt() -> Any:
             try:
-                return await operation()
+                return await (off_loop(operation) if local else operation())
             except refused as exc:
                 raise VectorStoreError(self.store_name, f"{type(exc).__name__}: {exc}") from exc
             except disk as exc:
