@@ -100,7 +100,10 @@ def test_a_pull_request_gets_one_comment_with_its_plan_and_quality_change_update
     assert "`chunker.parameters.chunk_size 256 → 128`" in text
     assert "| 0 | 6 | 0 | 0 | 0 | 0 |" in text  # add, update, delete, repair, unchanged, skipped
     assert "**To embed:** 6 documents" in text
-    assert "Rebuild** beside `notes`, then switch" in text
+    [rebuild] = [
+        line for line in text.splitlines() if line.startswith("- **Rebuild** beside `notes`:")
+    ]
+    assert "to embed into `notes__" in rebuild and "(chunker changed), then switch;" in rebuild
     # The quality change: base and branch side by side, with p-values and a verdict.
     assert "### Retrieval quality: `pipeline.yaml` against `origin/main`" in text
     assert "| metric | base | this branch | change | p-value | significant? |" in text
