@@ -163,7 +163,7 @@ def test_types_kind_lists_one_kind_and_an_unknown_one_names_the_kinds(
     assert out == ""
     assert err == (
         "error: unknown kind 'parsr'; the kinds are: parser, chunker, embedding, "
-        "vector_store, chat_model, middleware, executor, reranker\n"
+        "vector_store, chat_model, middleware, executor, reranker, source\n"
     )
 
 

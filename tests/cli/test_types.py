@@ -24,6 +24,7 @@ KINDS = [
     "middleware",
     "executor",
     "reranker",
+    "source",
 ]
 
 
