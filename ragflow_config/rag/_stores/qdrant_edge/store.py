@@ -20,6 +20,7 @@ from ...._errors import VectorStoreError
 from ...._extras import require
 from .._paging import pages, summarize
 from .._pointer import POINTER_REGISTRY, Pointer
+from .._qdrant_payload import metadata_key
 from ..base import (
     StoreParameters,
     VectorStoreBase,
@@ -29,7 +30,7 @@ from ..base import (
     in_use,
     refuse_unencodable,
 )
-from ._filter import metadata_key, payload_filter, with_condition
+from ._filter import payload_filter, with_condition
 from ._folder import StoreFolder
 
 logger = logging.getLogger("ragflow_config.stores")
@@ -223,7 +224,9 @@ class QdrantEdgeStore(VectorStoreBase):
         document_id: str | None = None,
         chunk_indexes: range | None = None,
     ) -> Any:
-        return payload_filter(self._edge, metadata_filter, document_id, chunk_indexes)
+        return payload_filter(
+            self._edge, self.store_name, metadata_filter, document_id, chunk_indexes
+        )
 
     # Collections.
 
@@ -360,7 +363,7 @@ class QdrantEdgeStore(VectorStoreBase):
         indexed = self._indexed.setdefault(collection, set())
         for scope in {record.scope for record in records if record.scope}:
             for path, value in flatten_filter(json.loads(scope)):
-                key = metadata_key(path)
+                key = metadata_key(self.store_name, path)
                 if key in indexed:
                     continue
                 params = self._index_params(value)
