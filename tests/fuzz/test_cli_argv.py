@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ragflow_config import __version__
 from ragflow_config._search_input import (
+    MAX_QUERY_CHARS,
     MAX_TOP_K,
     SearchInputError,
     checked_score_threshold,
@@ -102,7 +103,11 @@ BOUNDED: dict[tuple[str, str], tuple[Callable[[str], bool], str | None]] = {
     ("serve", "--max-body-bytes"): (_int_in(1024, 1 << 30), "from 1024 to 1073741824"),
     ("serve", "--max-query-chars"): (_int_in(1, math.inf), ">= 1"),
     ("serve", "--drain-seconds"): (_float_in(0, 24 * 3600), "from 0 to 86400"),
-    ("chat", "--question"): (lambda text: bool(text.strip()), "question is empty"),
+    # One query cap for every entry point (issue 53): a question is a query.
+    ("chat", "--question"): (
+        lambda text: bool(text.strip()) and len(text) <= MAX_QUERY_CHARS,
+        "question is",
+    ),
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,21 @@ from ragflow_config.pipeline._schema_errors import schema_errors
 from ragflow_config.pipeline._yaml import load_yaml
 
 from ._profile import fuzzing
-from .test_pipeline_files import PIPELINES, SEEDS, mutants
+from .test_pipeline_files import SEEDS, mutants
 
 SCHEMA = pipeline_schema(Registry.from_entry_points())  # every installed type
 JSONSCHEMA = Draft202012Validator(SCHEMA)
-DATA = {name: load_yaml(PIPELINES / name, name)[0] for name in SEEDS}
+
+
+def _loaded(name: str, text: str) -> Any:
+    """A seed's data as `validate` reads it: from a file (a seed need not be one in pipelines/)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(text, encoding="utf-8")
+        return load_yaml(path, name)[0]
+
+
+DATA = {name: _loaded(name, text) for name, text in SEEDS.items()}
 
 
 def outcome(errors: Any) -> list[tuple[str, str]] | str:
