@@ -53,8 +53,9 @@ class ImageParser(ParserBase):
     requires: ClassVar[dict[str, str]] = {"PIL.Image": "rag"}
 
     class Parameters(ComponentParameters):
-        # Not ocr_min_confidence: it changes what OCR indexes, so a run must re-index.
-        added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
+        # At its default, a parameter added since keeps the fingerprint: an upgrade alone
+        # re-indexes nothing (tests/incremental/test_upgrade_fingerprint.py).
+        added_later: ClassVar[frozenset[str]] = frozenset({"ocr", "ocr_min_confidence"})
 
         ocr: OcrMode = Field(
             default="never",

@@ -89,8 +89,9 @@ class PDFParser(ParserBase):
     requires: ClassVar[dict[str, str]] = {"pypdfium2": "rag", "pdfplumber": "rag"}
 
     class Parameters(ComponentParameters):
-        # Not ocr_min_confidence: it changes what OCR indexes, so a run must re-index.
-        added_later: ClassVar[frozenset[str]] = frozenset({"ocr"})
+        # At its default, a parameter added since keeps the fingerprint: an upgrade alone
+        # re-indexes nothing (tests/incremental/test_upgrade_fingerprint.py).
+        added_later: ClassVar[frozenset[str]] = frozenset({"ocr", "ocr_min_confidence"})
 
         table_format: TableFormat = Field(default="markdown", description=TABLE_FORMAT_DESCRIPTION)
         extract_tables: bool = Field(

@@ -105,7 +105,7 @@ class QdrantConnection(VectorStoreBase):
         if api_key is not None:  # AgentScope's argument
             if credential is not None:
                 raise TypeError("pass either `api_key` or `credential`, not both")
-            from ...credential import QdrantCredential
+            from ....credential import QdrantCredential
 
             credential = QdrantCredential(api_key=SecretStr(api_key))
         self._credential = credential
