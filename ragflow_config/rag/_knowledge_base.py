@@ -435,12 +435,26 @@ class KnowledgeBase:
         ]
 
     async def _remove_partial(self, document_id: str, collection: str) -> None:
+        removal = asyncio.ensure_future(self.pinned(collection).delete_document(document_id))
         try:
-            await asyncio.shield(self.pinned(collection).delete_document(document_id))
-        except Exception:
-            logger.exception(
-                "%s: could not remove the partly written document %s", self.name, document_id
-            )
+            await asyncio.shield(removal)  # a cancelled write still removes what it wrote
+        except asyncio.CancelledError:
+            # ...and the removal ends before this does: a store whose calls run on a thread
+            # (Qdrant local, Edge) must not be written to after its run has returned.
+            await asyncio.wait([removal])
+            if not removal.cancelled() and removal.exception() is not None:
+                self._log_partial(document_id, removal.exception())
+            raise
+        except Exception as exc:
+            self._log_partial(document_id, exc)
+
+    def _log_partial(self, document_id: str, exc: BaseException | None) -> None:
+        logger.error(
+            "%s: could not remove the partly written document %s",
+            self.name,
+            document_id,
+            exc_info=exc,
+        )
 
     @overload
     async def search(

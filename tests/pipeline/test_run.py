@@ -517,7 +517,7 @@ def test_an_error_that_cannot_travel_back_from_a_process_is_reported_by_name() -
         ],
         parse_timeout=60,
     )
-    (failed, error), (ok, prepared) = outcomes
+    (failed, error, _), (ok, prepared, _) = outcomes  # each with the records it logged
     assert (
         not failed and isinstance(error, RuntimeError) and str(error) == "Unpicklable: a parser bug"
     )
