@@ -12,8 +12,6 @@ from ._filter import with_condition
 class QdrantEdgeSearch(QdrantEdgeConnection):
     """Searches through the engine's indexes: HNSW, the sparse inverted index, payload indexes."""
 
-    # Searches.
-
     async def search(
         self,
         collection: str,

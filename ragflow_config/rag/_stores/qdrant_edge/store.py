@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ...._document import Chunk, DocumentSummary, VectorRecord
-from ...._errors import VectorStoreError
 from .._paging import pages, summarize
 from .._qdrant_payload import metadata_key
 from ..base import flatten_filter, refuse_unencodable
@@ -92,9 +91,7 @@ class QdrantEdgeStore(QdrantEdgeSearch):
     async def delete(
         self, collection: str, document_id: str, metadata_filter: dict[str, Any] | None = None
     ) -> None:
-        if not await self.has_collection(collection):
-            raise VectorStoreError(self.store_name, f"collection {collection!r} does not exist")
-        shard = await self._shard(collection)
+        shard = await self._shard(collection)  # refuses a collection that does not exist
         self._written.add(collection)
         selected = self._filter(metadata_filter, document_id)
         await self._engine(
