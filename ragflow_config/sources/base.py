@@ -43,7 +43,7 @@ class SourceSpec(BaseModel):
     type: str = Field(
         default="local",
         description="A registered source type: `local` (a folder, the default) or a remote "
-        "kind (`s3`).",
+        "kind (`s3`, `git`, `web`).",
     )
     parameters: dict[str, Any] = Field(
         default_factory=dict, description="The parameters of the type named by `type`."
@@ -89,6 +89,9 @@ class SourceFile(ABC):
     relative: str
     #: The source's own version marker, or None where there is none (a local file).
     version: str | None = None
+    #: The media type the source declares for it (a web page's ``Content-Type``), or None:
+    #: the runner then detects it from its name and bytes.
+    media_type: str | None = None
     #: Whether reading it is a local read, quick enough to do without leaving the event loop.
     reads_quickly: ClassVar[bool] = False
 
