@@ -331,7 +331,9 @@ class _Crawl:
                 url, area=self.area, limit=self.kind.parameters.max_page_bytes, headers=conditional
             )
         except Refused as exc:
-            logger.warning("skipped a page: %s", exc)
+            # The message, not the exception: a record holding its traceback would keep
+            # the crawl, and its download area, alive as long as the record.
+            logger.warning("skipped a page: %s", str(exc))
             return []
         if fetched.status == 304 and usable and entry is not None:
             return self._record(url, {**entry, "lastmod": lastmod})

@@ -8,6 +8,7 @@ documentation site's do.
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,15 @@ SITEMAP = """\
           max_retries: 1
           timeout_seconds: 5
 """
+
+
+@pytest.fixture
+def downloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder the sources' temporary download areas are made in, for this test."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
 
 
 def page(title: str, text: str, links: str = "") -> str:
@@ -71,6 +81,7 @@ def web() -> Iterator[Site]:
 
 def test_a_crawl_stays_on_its_host_and_an_unchanged_run_downloads_nothing(
     tmp_path: Path,
+    downloads: Path,
     web: Site,
     capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
@@ -93,6 +104,7 @@ def test_a_crawl_stays_on_its_host_and_an_unchanged_run_downloads_nothing(
     assert not web.requested("/private/keys.html")
     assert not any(host.startswith("localhost") for host, _, _ in web.seen)
     assert web.count(path="/apples.html") == 1
+    assert list(downloads.iterdir()) == []  # the pages' temporary folder is gone
     refused = [r.getMessage() for r in caplog.records if "another host" in r.getMessage()]
     assert refused and "s3cr3t-value" not in " ".join(refused), refused  # the URL redacted
 
@@ -136,7 +148,7 @@ def test_a_sitemap_spares_the_requests_of_pages_dated_as_before_and_prunes_what_
 
 
 def test_a_crawl_that_fails_halfway_deletes_nothing(
-    tmp_path: Path, web: Site, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, downloads: Path, web: Site, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_pipeline(tmp_path, CRAWL.format(base=web.base))
     assert counts(run(path, capsys)) == {"add": 4}
@@ -149,6 +161,7 @@ def test_a_crawl_that_fails_halfway_deletes_nothing(
     assert f"source {web.base}: the crawl failed" in message
     assert "/pears.html: HTTP 503, after 2 attempt(s)" in message
     assert "nothing is pruned" in message
+    assert list(downloads.iterdir()) == []  # what it had downloaded is gone too
 
     del web.failing["/pears.html"]
     # Apples is gone from the site; only now, with a complete crawl, is it deleted (one of
