@@ -65,7 +65,7 @@ class Crawl:
         self.seen: dict[str, dict[str, Any]] = {}
         self.pages: dict[str, str] = {}  # a page's final URL -> the URL asked for
         self.bodies: dict[str, Path] = {}
-        self.requested = 0
+        self.visited = 0
         self.robots: dict[str, RobotFileParser] = {}
         self.agent = bounds.user_agent.split()[0]
 
@@ -107,12 +107,13 @@ class Crawl:
             logger.info("skipped %s: robots.txt disallows it", redact_url(url))
             return []
         entry = self.cache.get(url)
+        # Every page counts, asked for or known unchanged: the bound is on the site's size.
+        self.visited += 1
+        if self.visited > self.bounds.max_pages:
+            raise FetchFailed(f"more than max_pages ({self.bounds.max_pages:,}) pages; raise it")
         usable = entry is not None and (not links or entry.get("links") is not None)
         if usable and entry is not None and lastmod is not None and entry.get("lastmod") == lastmod:
             return self._record(url, entry)
-        self.requested += 1
-        if self.requested > self.bounds.max_pages:
-            raise FetchFailed(f"more than max_pages ({self.bounds.max_pages:,}) pages; raise it")
         conditional: dict[str, str] = {}
         if usable and entry is not None:
             if entry.get("etag"):

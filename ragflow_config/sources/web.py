@@ -72,8 +72,8 @@ class WebSource(SourceBase):
             default=1000,
             ge=1,
             le=100_000,
-            description="Pages requested at most; a site with more stops the source (nothing "
-            "pruned): raise it, or narrow the sitemap.",
+            description="Pages the crawl visits at most (asked for, or known unchanged from a "
+            "sitemap); a site with more stops the source (nothing pruned): raise it.",
         )
         max_page_bytes: int = Field(
             default=5_000_000,

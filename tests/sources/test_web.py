@@ -205,3 +205,17 @@ def test_a_web_block_is_checked_at_its_lines(tmp_path: Path) -> None:
     assert any(":15:20: " in m and "sitemap: 'x' does not match" in m for m in wrong)
     [both] = issues("https://docs.example.com", "https://docs.example.com/sitemap.xml")
     assert ":11:11: " in both and "give `url` (a page to crawl from) or `sitemap`" in both
+
+
+def test_a_site_past_max_pages_stops_the_source_and_prunes_nothing(
+    tmp_path: Path, web: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_pipeline(tmp_path, CRAWL.format(base=web.base))
+    assert counts(run(path, capsys)) == {"add": 4}
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("max_retries: 1", "max_retries: 1\n          max_pages: 3"))
+    cut = run(path, capsys)
+    assert cut["exit"] == 1
+    assert "the crawl failed (more than max_pages (3) pages; raise it)" in cut["error"]["message"]
+    path.write_text(text)
+    assert counts(run(path, capsys)) == {"unchanged": 4}  # nothing was deleted
