@@ -200,7 +200,9 @@ class WebSource(SourceBase):
 
     def _relative(self, url: str) -> str:
         """A page as plans and documents name it: its path (and query) on the start URL's
-        host, its whole URL on another allowed host."""
+        host, its whole URL on another allowed host; secret-looking query values masked
+        (a signed link's signature is neither printed nor indexed, nor part of the id)."""
+        url = redact_url(url)
         parts = urlsplit(url)
         if host_of(url) != host_of(self.start):
             return url

@@ -7,6 +7,7 @@ documentation site's do.
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -219,3 +220,18 @@ def test_a_site_past_max_pages_stops_the_source_and_prunes_nothing(
     assert "the crawl failed (more than max_pages (3) pages; raise it)" in cut["error"]["message"]
     path.write_text(text)
     assert counts(run(path, capsys)) == {"unchanged": 4}  # nothing was deleted
+
+
+def test_a_signed_link_is_fetched_as_it_is_and_named_without_its_secret(
+    tmp_path: Path, web: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    web.pages = {
+        "/": page("Reports", "The reports.", '<a href="/report.html?sig=s3cr3t-value&v=2">R</a>'),
+        "/report.html?sig=s3cr3t-value&v=2": page("Report", "Sales rose."),
+    }
+    path = write_pipeline(tmp_path, CRAWL.format(base=web.base))
+    capsys.readouterr()
+    document = run(path, capsys)
+    assert changes(document) == {"/": "add", "/report.html?sig=***&v=2": "add"}
+    assert "s3cr3t" not in json.dumps(document)
+    assert web.count(status=200, path="/report.html?sig=s3cr3t-value&v=2") == 1
