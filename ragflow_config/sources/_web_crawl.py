@@ -35,6 +35,10 @@ _HTML = ("text/html", "application/xhtml+xml")
 _ENTRY_KEYS = {"url", "version", "etag", "last_modified", "media_type", "size", "too_large"}
 
 
+class PastBound(Exception):
+    """The site holds more pages than the crawl's bound: a listing cut short."""
+
+
 @dataclass(frozen=True)
 class Bounds:
     """What a crawl may do: pages asked for, bytes of one page, links deep; and who it is."""
@@ -110,7 +114,7 @@ class Crawl:
         # Every page counts, asked for or known unchanged: the bound is on the site's size.
         self.visited += 1
         if self.visited > self.bounds.max_pages:
-            raise FetchFailed(f"more than max_pages ({self.bounds.max_pages:,}) pages; raise it")
+            raise PastBound
         usable = entry is not None and (not links or entry.get("links") is not None)
         if usable and entry is not None and lastmod is not None and entry.get("lastmod") == lastmod:
             return self._record(url, entry)

@@ -10,6 +10,7 @@ the stored one is unchanged without being read.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -135,6 +136,12 @@ class SourceBase(Component):
 
         Raises :class:`SourceListingError` when the listing is not complete.
         """
+
+    def sample(self, spec: SourceSpec, folder: Path, limit: int) -> Iterator[SourceFile]:
+        """The first ``limit`` files, or about as many, for a look at what the source holds
+        (``init``): never a listing to delete by. A kind whose listing has a bound of its
+        own (a crawl's pages) stops there rather than fail."""
+        return itertools.islice(self.files(spec, folder), limit)
 
 
 def document_id(kb_name: str, origin: str, relative: str) -> str:

@@ -30,7 +30,15 @@ from pydantic import Field, StringConstraints, model_validator
 from .._component import ComponentParameters
 from .._redact import redact_url
 from ._download import DownloadArea
-from ._web_crawl import Bounds, Crawl, load_cache, normalized, save_cache, version_of
+from ._web_crawl import (
+    Bounds,
+    Crawl,
+    PastBound,
+    load_cache,
+    normalized,
+    save_cache,
+    version_of,
+)
 from ._web_fetch import FetchFailed, Refused, WebFetcher, host_of
 from .base import ListedFile, SourceBase, SourceListingError, SourceSpec
 
@@ -149,11 +157,23 @@ class WebSource(SourceBase):
         The crawl finishes before any page is yielded: a crawl that fails yields
         nothing, so no page it did not reach reads as deleted.
         """
-        origin = self.origin(spec)
+        crawl = self._crawl(spec, folder, self.parameters.max_pages)
+        save_cache(self._cache_file(folder), crawl.seen)
+        yield from self._pages(spec, crawl)
+
+    def sample(self, spec: SourceSpec, folder: Path, limit: int) -> Iterator[WebPage]:
+        """The pages of a crawl stopped after ``limit`` pages (a site's larger than that
+        is sampled, not refused). Its cache is not kept: the crawl is not complete."""
+        yield from self._pages(spec, self._crawl(spec, folder, limit, sampling=True))
+
+    def _crawl(
+        self, spec: SourceSpec, folder: Path, max_pages: int, *, sampling: bool = False
+    ) -> Crawl:
+        """A crawl of the site, done: complete, or (``sampling``) stopped at ``max_pages``.
+
+        Raises :class:`SourceListingError` when it fails, its downloads removed.
+        """
         options = self.parameters
-        cache_file = (
-            folder / _CACHE / f"{hashlib.sha256(self.start.encode()).hexdigest()[:16]}.json"
-        )
         fetcher = WebFetcher(
             scheme=urlsplit(self.start).scheme,
             hosts=frozenset({host_of(self.start), *(h.lower() for h in options.allowed_hosts)}),
@@ -165,22 +185,32 @@ class WebSource(SourceBase):
             user_agent=options.user_agent,
         )
         area = DownloadArea(options.max_download_bytes)
-        bounds = Bounds(
-            options.max_pages, options.max_page_bytes, options.max_depth, options.user_agent
-        )
-        crawl = Crawl(bounds, spec, fetcher, area, load_cache(cache_file))
+        bounds = Bounds(max_pages, options.max_page_bytes, options.max_depth, options.user_agent)
+        crawl = Crawl(bounds, spec, fetcher, area, load_cache(self._cache_file(folder)))
         try:
             if options.sitemap:
                 crawl.read_sitemap(self.start)
             else:
                 crawl.follow_links(self.start)
+        except PastBound:
+            if not sampling:
+                area.close()
+                fetcher.close()
+                raise SourceListingError(
+                    f"source {self.origin(spec)}: the crawl failed (more than max_pages "
+                    f"({max_pages:,}) pages; raise it); nothing is pruned or written"
+                ) from None
         except (FetchFailed, Refused, OSError) as exc:
             area.close()
             fetcher.close()
             raise SourceListingError(
-                f"source {origin}: the crawl failed ({exc}); nothing is pruned or written"
+                f"source {self.origin(spec)}: the crawl failed ({exc}); nothing is pruned or "
+                "written"
             ) from None
-        save_cache(cache_file, crawl.seen)
+        return crawl
+
+    def _pages(self, spec: SourceSpec, crawl: Crawl) -> Iterator[WebPage]:
+        origin = self.origin(spec)
         for url in sorted(crawl.pages):
             entry = crawl.seen[crawl.pages[url]]
             yield WebPage(
@@ -193,10 +223,14 @@ class WebSource(SourceBase):
                 media_type=_declared(entry["media_type"]),
                 body=crawl.bodies.get(url),
                 too_large=entry["too_large"],
-                fetcher=fetcher,
-                area=area,
-                limit=options.max_page_bytes,
+                fetcher=crawl.fetcher,
+                area=crawl.area,
+                limit=self.parameters.max_page_bytes,
             )
+
+    def _cache_file(self, folder: Path) -> Path:
+        """What the last complete crawl of this start saw, in the pipeline's cache."""
+        return folder / _CACHE / f"{hashlib.sha256(self.start.encode()).hexdigest()[:16]}.json"
 
     def _relative(self, url: str) -> str:
         """A page as plans and documents name it: its path (and query) on the start URL's

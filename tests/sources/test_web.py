@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ragflow_config.sources import document_id
+from ragflow_config.sources import SourceListingError, SourceSpec, document_id
+from ragflow_config.sources.web import WebSource
 
 from ._runs import changes, counts, run, write_pipeline
 from ._web_server import Site, served
@@ -235,3 +236,20 @@ def test_a_signed_link_is_fetched_as_it_is_and_named_without_its_secret(
     assert changes(document) == {"/": "add", "/report.html?sig=***&v=2": "add"}
     assert "s3cr3t" not in json.dumps(document)
     assert web.count(status=200, path="/report.html?sig=s3cr3t-value&v=2") == 1
+
+
+def test_a_sample_stops_at_its_bound_and_keeps_no_cache(tmp_path: Path, web: Site) -> None:
+    """What `init` looks at: a crawl stopped after `limit` pages, not failed, and not kept
+    as what a complete crawl saw."""
+    parameters = {"url": f"{web.base}/", "allow_private_hosts": ["127.0.0.1"]}
+    spec = SourceSpec(type="web", parameters=parameters)
+    kind = WebSource(parameters=WebSource.Parameters.model_validate(parameters))
+    # Breadth first: the start page, then its links in URL order.
+    assert [page.relative for page in kind.sample(spec, tmp_path, 2)] == ["/", "/apples.html"]
+    assert web.count() == 2 and not (tmp_path / ".cache").exists()
+    with pytest.raises(SourceListingError, match=r"more than max_pages \(2\) pages"):
+        list(
+            WebSource(parameters=kind.parameters.model_copy(update={"max_pages": 2})).files(
+                spec, tmp_path
+            )
+        )

@@ -42,7 +42,7 @@ def survey_remote(source: SourceSpec, home: Path) -> tuple[FolderSurvey, str, bo
     """
     kind = source_kind(source)
     found = FolderSurvey(home)  # no folder: where the pipeline file goes
-    listed = kind.files(source, home)
+    listed = kind.sample(source, home, SAMPLE_FILES + 1)
     reads = 0
     for file in itertools.islice(listed, SAMPLE_FILES):
         media_type = by_extension(file.relative) or file.media_type
