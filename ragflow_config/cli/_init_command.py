@@ -22,15 +22,22 @@ def register(commands: Commands) -> None:
     init = commands.add(
         "init",
         _init,
-        "write a commented pipeline file for a folder, from the types of its files",
+        "write a commented pipeline file for a folder, a bucket or a website, from the types "
+        "of its files",
     )
     init.add_argument(
         "folder",
         nargs="?",
-        type=Path,
-        default=Path("."),
-        metavar="FOLDER",
-        help="the folder of documents to index (default: the current folder)",
+        default=".",
+        metavar="FOLDER|URL",
+        help="the folder of documents to index (default: the current folder), or a remote "
+        "source: s3://bucket/prefix, https://site/ (crawled) or https://site/sitemap.xml; a "
+        "remote source's types come from a sample of its listing",
+    )
+    init.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="an s3:// source's S3-compatible endpoint (R2, MinIO, GCS); AWS's when unset",
     )
     init.add_argument(
         "--store",
@@ -71,12 +78,23 @@ def register(commands: Commands) -> None:
 
 def _init(args: argparse.Namespace) -> int:
     from .._extras import install_line
-    from ..pipeline._init import InitRefused, write_pipeline
+    from ..pipeline._init import InitRefused, write_pipeline, write_remote_pipeline
 
     try:
-        written = write_pipeline(
-            args.folder, args.output, args.store, args.model, overwrite=args.force
-        )
+        if "://" in args.folder:
+            endpoint = {"endpoint_url": args.endpoint_url} if args.endpoint_url else {}
+            written = write_remote_pipeline(
+                args.folder,
+                args.output,
+                args.store,
+                args.model,
+                overwrite=args.force,
+                parameters=endpoint,
+            )
+        else:
+            written = write_pipeline(
+                Path(args.folder), args.output, args.store, args.model, overwrite=args.force
+            )
     except InitRefused as exc:
         raise UsageError(str(exc)) from None
     found, draft, target = written.survey, written.draft, written.target
@@ -101,7 +119,10 @@ def _init(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(f"wrote {written.file}: {found.files} files in {target.source}/, read by {parsers}")
+    sampled = "" if target.whole else " (a sample of its listing)"
+    print(
+        f"wrote {written.file}: {found.files} files in {target.source}/{sampled}, read by {parsers}"
+    )
     for media_type in draft.unread:
         print(
             f"  left out: {found.counts[media_type]} file(s) of {media_type or 'unknown type'}, "

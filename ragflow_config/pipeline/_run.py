@@ -895,7 +895,7 @@ async def _prepare(
     """The file's embeddable chunks, or the change that ends its story: unsupported, failed,
     empty, skipped. ``stored``: whether the collection written to holds a version of it."""
     kb = plan.knowledge_base
-    media_type = detect(file.relative, data)
+    media_type = file.media_type or detect(file.relative, data)
     parser = next((p for p in plan.parsers if media_type in p.supported_media_types), None)
     if parser is None:
         return Change(

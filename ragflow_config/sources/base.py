@@ -10,6 +10,7 @@ the stored one is unchanged without being read.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -43,7 +44,7 @@ class SourceSpec(BaseModel):
     type: str = Field(
         default="local",
         description="A registered source type: `local` (a folder, the default) or a remote "
-        "kind (`s3`).",
+        "kind (`s3`, `git`, `web`).",
     )
     parameters: dict[str, Any] = Field(
         default_factory=dict, description="The parameters of the type named by `type`."
@@ -89,6 +90,9 @@ class SourceFile(ABC):
     relative: str
     #: The source's own version marker, or None where there is none (a local file).
     version: str | None = None
+    #: The media type the source declares for it (a web page's ``Content-Type``), or None:
+    #: the runner then detects it from its name and bytes.
+    media_type: str | None = None
     #: Whether reading it is a local read, quick enough to do without leaving the event loop.
     reads_quickly: ClassVar[bool] = False
 
@@ -132,6 +136,12 @@ class SourceBase(Component):
 
         Raises :class:`SourceListingError` when the listing is not complete.
         """
+
+    def sample(self, spec: SourceSpec, folder: Path, limit: int) -> Iterator[SourceFile]:
+        """The first ``limit`` files, or about as many, for a look at what the source holds
+        (``init``): never a listing to delete by. A kind whose listing has a bound of its
+        own (a crawl's pages) stops there rather than fail."""
+        return itertools.islice(self.files(spec, folder), limit)
 
 
 def document_id(kb_name: str, origin: str, relative: str) -> str:

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from .._component import ComponentParameters
 from .._redact import redact_urls
+from ._download import DownloadArea
 from .base import ListedFile, SourceBase, SourceListingError, SourceSpec
 
 if TYPE_CHECKING:
@@ -156,27 +157,32 @@ class S3Object(ListedFile):
     kind: S3Source
 
     def read(self) -> bytes:
-        """The object's bytes, streamed and stopped at its listed size.
+        """The object's bytes, streamed to a temporary file and stopped at its listed size.
 
         Asked with ``If-Match`` its listed ETag: an object rewritten since the
         listing fails to read (and is read at the next run) rather than be
-        stored under the marker of another version.
+        stored under the marker of another version. The file is removed once
+        read, and when the download fails or is interrupted.
         """
         import obstore
 
         options: GetOptions = {"if_match": self.etag} if self.etag else {}
+        area = DownloadArea(max_bytes=self.listed_size)
         try:
             result = obstore.get(self.kind.store, self.key, options=options)
-            data = bytearray()
-            for chunk in result.stream(min_chunk_size=1 << 20):
-                data += chunk
-                if len(data) > self.listed_size:
-                    raise OSError(errno.EFBIG, "it grew past its listed size")
+            downloaded = area.store(
+                (bytes(chunk) for chunk in result.stream(min_chunk_size=1 << 20)),
+                limit=self.listed_size,
+            )
+            if downloaded is None:
+                raise OSError(errno.EFBIG, "it grew past its listed size")
+            return downloaded.read_bytes()
         except OSError:
             raise
         except Exception as exc:
             raise OSError(errno.EIO, f"{type(exc).__name__}: {_first_line(exc)}") from None
-        return bytes(data)
+        finally:
+            area.close()
 
 
 def _first_line(exc: Exception) -> str:

@@ -37,7 +37,10 @@ SEEDS["remote-sources.yaml"] = SEEDS["local-hashing.yaml"].replace(
     "        include: ['*.md']\n"
     "      - type: git\n"
     "        parameters: {url: https://example.com/handbook.git, ref: v1.2}\n"
-    "        exclude: [drafts/]\n",
+    "        exclude: [drafts/]\n"
+    "      - type: web\n"
+    "        parameters: {sitemap: https://docs.example.com/sitemap.xml, max_pages: 50}\n"
+    "        include: ['guide/**']\n",
 )
 assert SEEDS["remote-sources.yaml"] != SEEDS["local-hashing.yaml"]
 CASE = "case.yaml"

@@ -7,8 +7,10 @@ server between runs, as another system writing the bucket would.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,3 +227,22 @@ def test_a_key_the_client_cannot_name_stops_the_listing_and_names_it(
     message = document["error"]["message"]
     assert f"source s3://{BUCKET}/kb: the listing failed" in message
     assert '"kb/notes/../apples.md"' in message and "nothing is pruned" in message
+
+
+def test_objects_are_streamed_to_temporary_files_removed_once_read(
+    tmp_path: Path,
+    s3: S3Server,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[Path] = []
+    make = tempfile.mkdtemp
+
+    def recorded(*args: Any, **kwargs: Any) -> str:
+        made.append(Path(make(*args, **kwargs)))
+        return str(made[-1])
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
+    assert counts(run(pipeline(tmp_path, s3), capsys)) == {"add": 6}
+    assert len(made) == 6 and all(folder.name.startswith("ragflow-downloads-") for folder in made)
+    assert not any(folder.exists() for folder in made)

@@ -27,6 +27,10 @@ class Target:
     schema: str  # the JSON Schema, relative to the file's folder
     name: str  # the knowledge base
     collection: str
+    #: A remote source's block (``type`` and ``parameters``), in place of ``path``.
+    remote: dict[str, Any] | None = None
+    #: Whether the survey saw the remote source's whole listing, not a sample of it.
+    whole: bool = True
 
 
 def render(draft: Draft, found: FolderSurvey, target: Target) -> str:
@@ -59,7 +63,7 @@ def render(draft: Draft, found: FolderSurvey, target: Target) -> str:
         f"  - name: {target.name}",
         f"    description: {_scalar(f'The files in {target.source}/.')}",
         "    sources:",
-        f"      - path: {_scalar(target.source)}",
+        *_source(target),
         _commented(
             f"        include: {_flow_list(_included(draft, found))}",
             "the types found; add a pattern (and a parser) to index others",
@@ -107,6 +111,19 @@ def render(draft: Draft, found: FolderSurvey, target: Target) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _source(target: Target) -> list[str]:
+    """The source block's first lines: a folder's ``path``, or a remote kind's block."""
+    if target.remote is None:
+        return [f"      - path: {_scalar(target.source)}"]
+    lines = [
+        f"      - type: {target.remote['type']}",
+        f"        parameters: {_flow(target.remote['parameters'])}",
+    ]
+    if not target.whole:
+        lines.insert(0, "      # The types below come from a sample of the listing: check them.")
+    return lines
 
 
 def _included(draft: Draft, found: FolderSurvey) -> list[str]:
