@@ -170,6 +170,16 @@ class KnowledgeBaseReport:
         return sum(1 for change in self.changes if change.failed)
 
     @property
+    def failed(self) -> bool:
+        """Whether this knowledge base failed the run: a file, an abort, no files, a blocked switch."""
+        return bool(
+            self.failures
+            or self.aborted
+            or self.no_files
+            or (self.rebuild and self.rebuild.blocked)
+        )
+
+    @property
     def chunks(self) -> int:
         return sum(change.chunks for change in self.changes)
 
@@ -237,10 +247,7 @@ class RunReport:
 
     @property
     def failed(self) -> bool:
-        return any(
-            kb.failures or kb.aborted or kb.no_files or (kb.rebuild and kb.rebuild.blocked)
-            for kb in self.knowledge_bases
-        )
+        return any(kb.failed for kb in self.knowledge_bases)
 
     @property
     def pending(self) -> bool:

@@ -378,8 +378,11 @@ def in_use(store: str, path: Path) -> VectorStoreError:
     at a time, and what usually holds it is a running server."""
     return VectorStoreError(
         store,
-        f"{path} is open in another process, such as a running `ragflow-config serve`; stop "
-        "it, or point this command at another path (a store on a server serves many processes)",
+        f"{path} is open in another process, such as a running `ragflow-config serve`. A "
+        "server indexes in its own process: `curl -X POST <server>/v1/knowledge-bases/<name>"
+        "/refresh` (or the refresh_knowledge_base MCP tool) runs the pipeline there now, and "
+        "`serve --refresh-every 5m` or `--watch` keeps it fresh. Otherwise stop it, or point "
+        "this command at another path (a store on a server serves many processes)",
     )
 
 
