@@ -88,7 +88,7 @@ def duration(low: float, high: float) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r:.40}")
         return value * unit
 
-    return _named("duration (30s, 5m, 1h)", check)
+    return _named("30s, 5m or 1h", check)
 
 
 def _top_k(text: str) -> int:

@@ -308,11 +308,11 @@ async def test_the_refresh_route_answers_202_joins_the_running_one_and_wants_the
             assert 'ragflow_refreshes_total{knowledge_base="tutorial",result="ok"} 1.0' in metrics
 
 
-async def test_the_mcp_tool_asks_for_a_refresh(tmp_path: Path) -> None:
+async def test_the_mcp_tool_asks_for_a_refresh_and_the_page_shows_it(tmp_path: Path) -> None:
     file = _project(tmp_path, QDRANT)
     await index(file)
     (tmp_path / "docs" / "delta.md").write_text(_text("kestrel"), encoding="utf-8")
-    app = create_app(Pipeline.load(file), ServeOptions())
+    app = create_app(Pipeline.load(file), ServeOptions(ui=True))
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
@@ -339,3 +339,5 @@ async def test_the_mcp_tool_asks_for_a_refresh(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.1)
         assert last is not None and last.knowledge_bases["docs"]["counts"]["add"] == 1
+        page = (await client.get("/ui/kb/docs")).text
+        assert "last ok at " in page and "(request, " in page and "1 add, 6 unchanged" in page
