@@ -13,7 +13,7 @@ for ``--seconds``:
   the last one ended: small refreshes back to back;
 - ``rebuild``: the chunker's size changed in the pipeline file, so the refresh
   re-chunks and re-embeds every file into a new collection beside the live one,
-  then switches; the phase lasts as long as the rebuild (at least ``--seconds``).
+  then switches; the phase lasts as long as the rebuild.
 
 Each phase reports searches per second, p50 and p99 latency, failed searches
 and the server's CPU seconds per search (all threads, /proc; it includes the
@@ -163,13 +163,14 @@ def load(
     }
 
 
-def lags(server: Server, folder: Path, count: int) -> list[float]:
-    """Seconds from a file's edit to a search finding its new word."""
+def lags(server: Server, folder: Path, count: int, tag: str) -> list[float]:
+    """Seconds from a file's edit to a search finding its new word (``tag``: unique per call)."""
     found = []
     for n in range(count):
-        word = f"zeppelin{n}x"
+        word = f"zeppelin{tag}{n}x"
         started = time.perf_counter()
-        (folder / "docs" / f"f{n:05d}.txt").write_text(_text(n, word))
+        # The file becomes the word alone, so its one chunk is the query's best hit.
+        (folder / "docs" / f"f{n:05d}.txt").write_text(f"{word} {word} {word}\n")
         while True:
             hits = server.client.post(
                 "/v1/knowledge-bases/docs/search", json={"query": word, "top_k": 3}
@@ -213,11 +214,14 @@ def main() -> None:
         results["idle"] = load(server, args.seconds)
 
         stop_editing = threading.Event()
+        refreshes: list[float] = []
 
         def edit_and_refresh() -> None:
             n = 0
             while not stop_editing.is_set():
                 server.settled()
+                if n:
+                    refreshes.append(server.status()["last"]["seconds"])
                 (folder / "docs" / f"f{n % args.files:05d}.txt").write_text(_text(n, f"e{n}"))
                 server.client.post("/v1/knowledge-bases/docs/refresh")
                 time.sleep(0.1)
@@ -228,22 +232,23 @@ def main() -> None:
         results["edits"] = load(server, args.seconds)
         stop_editing.set()
         editor.join()
-        results["edits"]["refreshes"] = server.settled()["last"]
+        results["edits"]["refreshes"] = len(refreshes)
+        results["edits"]["refresh_seconds_median"] = statistics.median(refreshes or [0])
+        results["edits"]["last_refresh"] = server.settled()["last"]
 
         file.write_text(file.read_text().replace("chunk_size: 64", "chunk_size: 128"))
         server.client.post("/v1/knowledge-bases/docs/refresh")
         while server.status()["running"] is None:
             time.sleep(0.05)
-        results["rebuild"] = load(
-            server, args.seconds, lambda: server.status()["running"] is not None
-        )
+        results["rebuild"] = load(server, 0, lambda: server.status()["running"] is not None)
         results["rebuild"]["refresh"] = server.settled()["last"]
         server.stop()
 
         for how in (["--refresh-every", "1s"], ["--watch"]):
             server = Server(file, *how)
             server.settled()
-            results[f"lag {' '.join(how)}"] = found = lags(server, folder, args.lags)
+            tag = "w" if "--watch" in how else "p"
+            results[f"lag {' '.join(how)}"] = found = lags(server, folder, args.lags, tag)
             results[f"lag {' '.join(how)} median"] = statistics.median(found)
             server.stop()
         results["load_after"] = os.getloadavg()[0]

@@ -208,6 +208,9 @@ class Refresher:
             # Read again: an edited file (a chunker's settings, a new source) is taken in.
             pipeline = Pipeline.load(self._path)
             report = await pipeline.run(self._names, RunOptions(), opened=built.opened)
+            stores = {id(kb.vector_store): kb.vector_store for kb in built.knowledge_bases.values()}
+            for store in stores.values():  # one store may serve several knowledge bases
+                await store.settle()
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -241,6 +241,11 @@ class VectorStoreBase(Component):
         built, so that it holds what it serves and its first query pays for nothing more.
         Most stores connect when entered and have nothing to do."""
 
+    async def settle(self) -> None:
+        """Do now what the store does for what this process wrote when it closes: a server
+        calls it after each refresh, since it never closes. Most stores index as they write
+        and have nothing to do."""
+
     async def probe(self) -> str:
         """Whether the store can be used, found out without writing anything, on a store
         that is not entered: its server answers, or its local file or folder can be opened
