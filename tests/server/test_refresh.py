@@ -374,3 +374,36 @@ async def test_the_mcp_tool_asks_for_a_refresh_and_the_page_shows_it(tmp_path: P
         assert last is not None and last.knowledge_bases["docs"]["counts"]["add"] == 1
         page = (await client.get("/ui/kb/docs")).text
         assert "last ok at " in page and "(request, " in page and "1 add, 6 unchanged" in page
+
+
+GIT_SOURCE = """\
+      - type: git
+        parameters: {{url: "{url}", ref: main, timeout_seconds: 30}}
+        include: ["docs/**/*.md"]
+"""
+
+
+async def test_a_git_source_refreshes_the_same_way(
+    tmp_path: Path, server_process: type[ServerProcess]
+) -> None:
+    from sources._runs import write_pipeline
+    from sources.test_git import Repository
+
+    repository = Repository(tmp_path / "git")
+    for word in ("albatross", "bittern", "gannet"):
+        repository.write(f"{word}.md", _text(word))
+    repository.commit("first")
+    file = write_pipeline(tmp_path, GIT_SOURCE.format(url=repository.bare.as_uri()))
+    server = server_process(str(file), "--refresh-every", "1s", "--no-access-log")
+    with httpx.Client(base_url=server.url) as client:
+        load = SearchLoad(server.url, [])
+
+        def served(word: str) -> set[str]:
+            return _sources(load.search(client, word), word)
+
+        wait_until("the first refresh indexes the repository", lambda: bool(served("gannet")))
+        repository.write("kestrel.md", _text("kestrel"))
+        repository.commit("second")
+        wait_until("a pushed commit is served", lambda: served("kestrel") == {"docs/kestrel.md"})
+        last = _status(client)["last"]
+    assert last["result"] == "ok" and load.failures == [] and load.mixes == []
