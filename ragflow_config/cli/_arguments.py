@@ -74,6 +74,23 @@ def float_between(low: float, high: float) -> Callable[[str], float]:
     return _named(expected.removeprefix("a "), check)
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration(low: float, high: float) -> Callable[[str], float]:
+    """A time span in seconds, written ``30s``, ``5m``, ``1h`` or a bare number of seconds."""
+    expected = f"a duration from {low:g}s to {high:g}s, such as 30s, 5m or 1h"
+
+    def check(text: str) -> float:
+        number, unit = (text[:-1], _UNITS[text[-1]]) if text[-1:] in _UNITS else (text, 1)
+        value = _number(number)
+        if value is None or not math.isfinite(value) or not low <= value * unit <= high:
+            raise argparse.ArgumentTypeError(f"expected {expected}, not {text!r:.40}")
+        return value * unit
+
+    return _named("30s, 5m or 1h", check)
+
+
 def _top_k(text: str) -> int:
     value = _integer(text)
     try:

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._arguments import float_between, int_between
+from ._arguments import duration, float_between, int_between
 from ._output import EXIT_OK, UsageError, print_json
 from ._parser import Commands
 
@@ -28,8 +28,9 @@ def register(commands: Commands) -> None:
     serve = commands.add(
         "serve",
         _serve,
-        "serve the knowledge bases of a pipeline file, read-only: MCP over stdio (--stdio) or "
-        "MCP and a JSON API over HTTP",
+        "serve the knowledge bases of a pipeline file: MCP over stdio (--stdio) or MCP and a "
+        "JSON API over HTTP, and keep them fresh (--refresh-every, --watch, POST "
+        "/v1/knowledge-bases/NAME/refresh)",
     )
     serve.add_argument("file", type=Path, metavar="FILE", help="the pipeline file")
     serve.add_argument(
@@ -64,6 +65,22 @@ def register(commands: Commands) -> None:
         help="also serve the retrieval-testing page at /ui: search each knowledge base in any "
         "mode with every hit explained, and browse its documents and chunks (behind the same "
         "token, signed in once at /ui/login)",
+    )
+    serve.add_argument(
+        "--refresh-every",
+        type=duration(1, 30 * 24 * 3600),
+        default=None,
+        metavar="DURATION",
+        help="run the pipeline file again in the server this often (30s, 5m, 1h), the first "
+        "time at start: what changed in the sources is indexed with the server's own store "
+        "client, and a changed chunker or parser builds beside the live collection and "
+        "switches (HTTP only)",
+    )
+    serve.add_argument(
+        "--watch",
+        action="store_true",
+        help="run the pipeline file again in the server when a file of a local source, or "
+        "the file itself, changes (HTTP only)",
     )
     limit = partial(_add_limit, serve)
     limit(
@@ -170,6 +187,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError("--json announces an HTTP server; with --stdio, stdout speaks MCP")
     if args.ui and args.stdio:
         raise UsageError("--ui serves a page over HTTP; with --stdio there is no HTTP server")
+    if args.stdio and (args.refresh_every or args.watch):
+        raise UsageError("--refresh-every and --watch refresh an HTTP server; not with --stdio")
 
     try:
         token = None if args.stdio else read_token(args.token_env or DEFAULT_TOKEN_VARIABLE)
@@ -184,6 +203,8 @@ def _serve(args: argparse.Namespace) -> int:
         drain_seconds=args.drain_seconds,
         access_log=not args.no_access_log,
         ui=args.ui,
+        refresh_every_seconds=args.refresh_every,
+        watch=args.watch,
         log_queries=args.log_queries,
         cors_origins=tuple(args.cors_origin),
         allowed_hosts=tuple(args.allowed_host),
@@ -198,6 +219,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if options.access_log:
         logging.getLogger("ragflow_config.server.access").setLevel(logging.INFO)
+    logging.getLogger("ragflow_config.server.refresh").setLevel(logging.INFO)
     pipeline = Pipeline.load(args.file)
     if not args.stdio and token is None and not options.loopback:
         logging.getLogger("ragflow_config.server").warning(

@@ -91,6 +91,9 @@ class BuiltPipeline:
     embedding_cache: EmbeddingCacheBase | None = None
     # The pipeline file's name, part of the writer identity runs stamp (see _owners).
     pipeline_file: str = ""
+    # Every store, model and reranker opened, by (kind, block): a later build given them
+    # (``build(opened=...)``) uses these instead of opening its own (see ``build``).
+    opened: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     def knowledge_base(self, name: str) -> KnowledgeBase:
         try:
@@ -118,19 +121,25 @@ async def build(
     only: list[str] | None = None,
     *,
     search_only: bool = False,
+    opened: dict[tuple[str, str], Any] | None = None,
 ) -> AsyncIterator[BuiltPipeline]:
     """Enter every store and model the pipeline (or the named knowledge bases) uses.
 
     Named blocks are built once and shared: two knowledge bases naming one
     store use one connection. ``search_only`` builds the knowledge bases alone:
     no parsers, chunkers, executor, embedding cache or middlewares.
+
+    ``opened`` is another build's ``BuiltPipeline.opened``, still open: a block
+    described the same way is taken from it and neither opened nor closed here.
+    A server runs its pipeline file again this way with the one client it holds
+    (Qdrant Edge and Qdrant's local folder admit one process).
     """
     from ..embedding import FileEmbeddingCache
     from ..rag import KnowledgeBase
 
     wanted = [kb for kb in spec.knowledge_bases if only is None or kb.name in only]
     async with contextlib.AsyncExitStack() as stack:
-        shared: dict[tuple[str, str], Any] = {}
+        shared: dict[tuple[str, str], Any] = dict(opened or {})
 
         async def component(
             kind: Kind, reference: str | ComponentBlock, section: dict[str, Any]
@@ -156,7 +165,7 @@ async def build(
                 )
             return instance
 
-        built = BuiltPipeline(spec, folder, {}, [])
+        built = BuiltPipeline(spec, folder, {}, [], opened=shared)
         if not search_only:
             built.executor = build_component(registry, "executor", spec.execution, folder)
         if spec.embedding_cache is not None and not search_only:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigError, defined
 from ._build import BuiltPipeline, build
@@ -63,33 +63,49 @@ class Pipeline:
 
     @asynccontextmanager
     async def build(
-        self, knowledge_bases: list[str] | None = None, *, search_only: bool = False
+        self,
+        knowledge_bases: list[str] | None = None,
+        *,
+        search_only: bool = False,
+        opened: dict[tuple[str, str], Any] | None = None,
     ) -> AsyncIterator[BuiltPipeline]:
         """Open the stores and build the knowledge bases and middlewares.
 
         With ``knowledge_bases``, only those (and the middlewares using only them) are built.
         With ``search_only``, only the knowledge bases' stores and models: no parsers,
         chunkers, executor, embedding cache or middlewares (what `search` needs).
+        With ``opened`` (another build's ``BuiltPipeline.opened``), its open stores and
+        models are used where this file describes the same blocks.
         """
         self._check_names(knowledge_bases)
         async with build(
-            self.spec, self._loaded.folder, self._registry, knowledge_bases, search_only=search_only
+            self.spec,
+            self._loaded.folder,
+            self._registry,
+            knowledge_bases,
+            search_only=search_only,
+            opened=opened,
         ) as built:
             built.pipeline_file = self.path.name
             yield built
 
     async def run(
-        self, knowledge_bases: list[str] | None = None, options: RunOptions | None = None
+        self,
+        knowledge_bases: list[str] | None = None,
+        options: RunOptions | None = None,
+        *,
+        opened: dict[tuple[str, str], Any] | None = None,
     ) -> RunReport:
         """Index the sources: only what changed since the last run.
 
         A missing source folder, or a pattern that cannot match, raises
         ``ConfigError`` with its place in the file before anything is written.
+        ``opened``: as for :meth:`build` (a server refreshing what it serves).
         """
         issues = source_issues(self._loaded, require_files=False, only=knowledge_bases)
         if issues:
             raise ConfigError(issues)
         from ._run import RunOptions, run
 
-        async with self.build(knowledge_bases) as built:
+        async with self.build(knowledge_bases, opened=opened) as built:
             return await run(built, knowledge_bases, options or RunOptions())

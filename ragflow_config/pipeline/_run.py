@@ -77,6 +77,10 @@ Action = Literal[
     "foreign",  # a document no run wrote (see _adopt)
 ]
 _READ_INLINE_BYTES = 1 << 20
+# Unchanged files are decided without awaiting anything. A run inside `serve` (a refresh)
+# shares the event loop with searches, so each task gives it back after this many files:
+# a slice of a few milliseconds, and a few thousand yields at 100,000 files.
+_YIELD_EVERY = 32
 
 
 class RunRefused(RagflowError):
@@ -170,6 +174,16 @@ class KnowledgeBaseReport:
         return sum(1 for change in self.changes if change.failed)
 
     @property
+    def failed(self) -> bool:
+        """Whether this knowledge base failed the run: a file, an abort, no files, a blocked switch."""
+        return bool(
+            self.failures
+            or self.aborted
+            or self.no_files
+            or (self.rebuild and self.rebuild.blocked)
+        )
+
+    @property
     def chunks(self) -> int:
         return sum(change.chunks for change in self.changes)
 
@@ -237,10 +251,7 @@ class RunReport:
 
     @property
     def failed(self) -> bool:
-        return any(
-            kb.failures or kb.aborted or kb.no_files or (kb.rebuild and kb.rebuild.blocked)
-            for kb in self.knowledge_bases
-        )
+        return any(kb.failed for kb in self.knowledge_bases)
 
     @property
     def pending(self) -> bool:
@@ -397,7 +408,8 @@ async def _run_knowledge_base(
     report.price_per_million_tokens = getattr(
         kb.embedding_model.parameters, "price_per_million_tokens", None
     )
-    files = list(discover(plan.spec, built.folder))
+    # Walked in a thread: a server refreshing keeps answering meanwhile (``_YIELD_EVERY``).
+    files = await asyncio.to_thread(lambda: list(discover(plan.spec, built.folder)))
     pointer = await kb.read_pointer()
     if pointer is not None and pointer.retiring and not options.dry_run:
         await retire(kb, pointer)  # a run killed between its switch and the deletions
@@ -598,7 +610,9 @@ async def _run_knowledge_base(
     ahead = _Ahead(len(todo))
 
     async def take_files() -> None:
-        for doc_id, file in queue:
+        for taken, (doc_id, file) in enumerate(queue, 1):
+            if taken % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
             ahead.reached += 1
             try:
                 size = file.size()

@@ -5,9 +5,11 @@ Routes (all JSON; an error is ``{"error": {"message": ...}}`` with a 4xx or
 
 - ``GET /healthz``: the process answers;
 - ``GET /readyz``: every store answers (503 when one does not);
-- ``GET /v1/knowledge-bases`` and ``GET /v1/knowledge-bases/{name}``;
+- ``GET /v1/knowledge-bases`` and ``GET /v1/knowledge-bases/{name}`` (with its refreshes);
 - ``GET /v1/knowledge-bases/{name}/documents?offset=&limit=``;
 - ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``;
+- ``POST /v1/knowledge-bases/{name}/refresh``: run the pipeline file again in the server
+  (``_refresh``); 202, and the refresh already running when there is one;
 - ``GET /openapi.json``: the OpenAPI 3.1 description of the above;
 - ``GET /metrics``: Prometheus metrics (``_metrics``), behind the token like the rest;
 - ``/ui``, with ``ServeOptions.ui`` (``serve --ui``): the retrieval-testing page (``_ui``).
@@ -72,6 +74,7 @@ from ._guards import (
 )
 from ._mcp import create_mcp_server
 from ._metrics import Metrics, metrics_page
+from ._refresh import Refresher
 from ._service import BadRequest, KnowledgeService, ServiceError, UnsupportedMediaType
 from ._settings import ServeOptions
 from ._traces import TracingMiddleware
@@ -158,6 +161,25 @@ class SearchResponse(BaseModel):
 class KnowledgeBaseItem(BaseModel):
     name: str
     description: str
+
+
+_REFRESH = (
+    "Its refreshes in the server (serve --refresh-every, --watch, the refresh route): "
+    "every_seconds, watching, the one running, the last (when, trigger, result, error, counts, "
+    "chunks_written, live_collection, failed_files), last_ok_at and next_at."
+)
+
+
+class KnowledgeBaseDetail(KnowledgeBaseItem):
+    refresh: dict[str, Any] = Field(description=_REFRESH)
+
+
+class RefreshResponse(BaseModel):
+    knowledge_base: str
+    started: bool = Field(
+        description="false when a refresh was already running or asked for: this request joins it"
+    )
+    refresh: dict[str, Any] = Field(description=_REFRESH)
 
 
 class KnowledgeBasesResponse(BaseModel):
@@ -288,7 +310,23 @@ async def list_knowledge_bases(request: Request) -> Response:
 
 async def knowledge_base(request: Request) -> Response:
     info = _service(request).info(request.path_params["name"])
-    return JSONResponse({"name": info.name, "description": info.description})
+    refresh = _refresher(request).status(info.name)
+    return JSONResponse({"name": info.name, "description": info.description, "refresh": refresh})
+
+
+def _refresher(request: Request) -> Refresher:
+    refresher: Refresher = request.app.state.refresher
+    return refresher
+
+
+async def refresh(request: Request) -> Response:
+    name = _service(request).info(request.path_params["name"]).name
+    refresher = _refresher(request)
+    started = refresher.request("request")
+    return JSONResponse(
+        {"knowledge_base": name, "started": started, "refresh": refresher.status(name)},
+        status_code=202,
+    )
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -372,6 +410,8 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
         SearchResponse,
         KnowledgeBasesResponse,
         KnowledgeBaseItem,
+        KnowledgeBaseDetail,
+        RefreshResponse,
         DocumentsResponse,
         ErrorResponse,
         Health,
@@ -470,7 +510,7 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     "operationId": "getKnowledgeBase",
                     "parameters": [name],
                     "responses": {
-                        "200": answer("Its name and description", "KnowledgeBaseItem"),
+                        "200": answer("Its name, description and refreshes", "KnowledgeBaseDetail"),
                         "401": errors["401"],
                         "404": answer("No such knowledge base", "ErrorResponse"),
                     },
@@ -536,6 +576,19 @@ def openapi_document(options: ServeOptions | None = None) -> dict[str, Any]:
                     },
                 }
             },
+            "/v1/knowledge-bases/{name}/refresh": {
+                "post": {
+                    "summary": "Run the pipeline file again in the server, for its sources' "
+                    "changes; idempotent while a refresh runs",
+                    "operationId": "refresh",
+                    "parameters": [name],
+                    "responses": {
+                        "202": answer("Started, or joined the one running", "RefreshResponse"),
+                        "401": errors["401"],
+                        "404": answer("No such knowledge base", "ErrorResponse"),
+                    },
+                }
+            },
         },
         "components": {
             "schemas": schemas,
@@ -573,7 +626,14 @@ def create_app(
         if isinstance(source, Pipeline)
         else source
     )
-    mcp_server = create_mcp_server(service, options)
+    refresher = Refresher(
+        service.pipeline,
+        service.names,
+        service.built,
+        every=options.refresh_every_seconds,
+        watch=options.watch,
+    )
+    mcp_server = create_mcp_server(service, options, refresher)
     mcp_app = mcp_server.streamable_http_app(
         streamable_http_path=options.mcp_path,
         stateless_http=True,  # read-only, no server-to-client messages: no session to keep
@@ -593,6 +653,7 @@ def create_app(
         Route("/v1/knowledge-bases/{name}", knowledge_base, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}/documents", documents, methods=["GET"]),
         Route("/v1/knowledge-bases/{name}/search", search, methods=["POST"]),
+        Route("/v1/knowledge-bases/{name}/refresh", refresh, methods=["POST"]),
         # The server is stateless and sends nothing unasked, so it offers no event
         # stream: MCP's answer to GET is then 405, and no connection waits on one.
         Route(options.mcp_path, no_event_stream, methods=["GET"]),
@@ -608,6 +669,7 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             if owned:
                 await stack.enter_async_context(service)
+            await stack.enter_async_context(refresher)  # closed before the service's stores
             await stack.enter_async_context(mcp_server.session_manager.run())
             stack.enter_context(observing(metrics))
             if tracing is not None:
@@ -621,6 +683,7 @@ def create_app(
 
     admission = Admission(options.admission_limits())
     metrics = Metrics(admission)
+    refresher.listeners.append(metrics.refreshed)
     tracing = tracing_from_environment()  # None unless the OTEL_* variables ask
 
     def on_refused(refused: Refused) -> None:
@@ -685,6 +748,7 @@ def create_app(
     # A redirect to the path with or without its slash would be built from the Host header.
     app.router.redirect_slashes = False
     app.state.service = service
+    app.state.refresher = refresher
     app.state.options = options
     app.state.admission = admission
     app.state.metrics = metrics

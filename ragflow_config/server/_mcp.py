@@ -26,6 +26,7 @@ from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from .. import __version__
 from .._search_input import SearchInputError, checked_query
 from ..message import DataBlock, TextBlock
+from ._refresh import Refresher
 from ._service import KnowledgeService, NotFound, ServiceError, Unavailable
 from ._settings import ServeOptions
 
@@ -105,10 +106,33 @@ def check_arguments(
     return None
 
 
+REFRESH_TOOL = "refresh_knowledge_base"
+
+
+def _refresh_declaration(service: KnowledgeService) -> types.Tool:
+    return types.Tool(
+        name=REFRESH_TOOL,
+        description="Index again what changed in a knowledge base's sources since its last "
+        "run, in the server; answers at once with the refresh's status (it runs in the "
+        "background, and a second call while it runs joins it).",
+        input_schema={
+            "type": "object",
+            "properties": {"knowledge_base": {"type": "string", "enum": service.names}},
+            "required": ["knowledge_base"],
+            "additionalProperties": False,
+        },
+    )
+
+
 def create_mcp_server(
-    service: KnowledgeService, options: ServeOptions | None = None, *, log_requests: bool = False
+    service: KnowledgeService,
+    options: ServeOptions | None = None,
+    refresher: Refresher | None = None,
+    *,
+    log_requests: bool = False,
 ) -> Server[Any]:
-    """An MCP server over ``service``. ``log_requests``: one access line per MCP request (stdio)."""
+    """An MCP server over ``service``. ``log_requests``: one access line per MCP request (stdio).
+    With ``refresher``, the ``refresh_knowledge_base`` tool too."""
     options = options or ServeOptions()
 
     def logged(what: str, started: float, outcome: str, query: str | None = None) -> None:
@@ -122,7 +146,10 @@ def create_mcp_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         started = time.perf_counter()
-        result = types.ListToolsResult(tools=[_tool_declaration(service)])
+        tools = [_tool_declaration(service)]
+        if refresher is not None:
+            tools.append(_refresh_declaration(service))
+        result = types.ListToolsResult(tools=tools)
         logged("tools/list", started, "ok")
         return result
 
@@ -131,6 +158,8 @@ def create_mcp_server(
     ) -> types.CallToolResult:
         started = time.perf_counter()
         name = service.tool.name
+        if params.name == REFRESH_TOOL and refresher is not None:
+            return _refresh(params.arguments or {})
         if params.name != name:
             logged(f"tools/call {params.name}", started, "unknown tool")
             return _error_result(f"Unknown tool {params.name!r} (available: {name}).")
@@ -148,6 +177,23 @@ def create_mcp_server(
             return _error_result(f"Tool {name} failed: {exc}.{retry}")
         logged(f"tools/call {name}", started, "ok", query)
         return types.CallToolResult(content=_content(blocks))
+
+    def _refresh(arguments: dict[str, Any]) -> types.CallToolResult:
+        started = time.perf_counter()
+        assert refresher is not None
+        wanted = arguments.get("knowledge_base")
+        if set(arguments) != {"knowledge_base"} or wanted not in service.names:
+            logged(f"tools/call {REFRESH_TOOL}", started, "invalid")
+            return _error_result(
+                f"Input validation failed for tool {REFRESH_TOOL}: give knowledge_base, one "
+                f"of {', '.join(service.names)}."
+            )
+        begun = refresher.request("request")
+        status = {"knowledge_base": wanted, "started": begun, "refresh": refresher.status(wanted)}
+        logged(f"tools/call {REFRESH_TOOL}", started, "ok")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(status))]
+        )
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None

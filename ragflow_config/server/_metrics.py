@@ -16,7 +16,9 @@ process count apart) and is named ``ragflow_...``:
   ``ragflow_admission_refusals_total{reason}`` (client, queue, wait);
 - ``ragflow_knowledge_base_documents`` and ``..._chunks{knowledge_base}``: as
   the store counts them, asked at most once every ``COUNTS_SECONDS`` (a count
-  lists every document).
+  lists every document);
+- ``ragflow_refreshes_total{knowledge_base, result}`` (ok, failed) and
+  ``ragflow_refresh_seconds``: the refreshes the server ran (``_refresh``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from starlette.types import Scope
 
 from ._admission import Admission, Refused
 from ._guards import route_template
+from ._refresh import RefreshResult
 from ._service import KnowledgeService, ServiceError
 
 logger = logging.getLogger("ragflow_config.server")
@@ -118,6 +121,19 @@ class Metrics:
             ["knowledge_base"],
             registry=registry,
         )
+        self.refreshes = Counter(
+            "ragflow_refreshes",
+            "Refreshes of a knowledge base in the server (serve --refresh-every, --watch, "
+            "the refresh route), by result: ok or failed",
+            ["knowledge_base", "result"],
+            registry=registry,
+        )
+        self.refresh_seconds = Histogram(
+            "ragflow_refresh_seconds",
+            "How long a refresh took, whatever its result",
+            buckets=(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
+            registry=registry,
+        )
         self._counted_at = float("-inf")
 
     def answered(self, scope: Scope, status: int, seconds: float) -> None:
@@ -128,6 +144,12 @@ class Metrics:
 
     def refused(self, refused: Refused) -> None:
         self.refusals.labels(refused.reason).inc()
+
+    def refreshed(self, result: RefreshResult) -> None:
+        """A listener of ``_refresh.Refresher``: a refresh ended."""
+        self.refresh_seconds.observe(result.seconds)
+        for name in result.knowledge_bases:
+            self.refreshes.labels(name, "ok" if result.ok(name) else "failed").inc()
 
     # -- an observer of ragflow_config._observe: a library step --------------------------
 

@@ -354,6 +354,19 @@ class KnowledgeService:
             raise Unavailable(f"the knowledge bases are not open: {self._client_error}")
         return self._built
 
+    @property
+    def pipeline(self) -> Pipeline:
+        return self._pipeline
+
+    @property
+    def names(self) -> list[str]:
+        """The knowledge bases served."""
+        return list(self._names)
+
+    async def built(self) -> BuiltPipeline:
+        """The built pipeline, once its stores are open; Unavailable until then."""
+        return await self._open()
+
     # -- what clients may ask ----------------------------------------------
 
     @property

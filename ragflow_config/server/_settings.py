@@ -87,6 +87,17 @@ class ServeOptions(BaseModel):
     ui: bool = Field(
         default=False, description="Serve the retrieval-testing page at /ui (`serve --ui`)."
     )
+    refresh_every_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="Run the pipeline file again in the server this often, the first time at "
+        "start (`serve --refresh-every`); None: only when asked.",
+    )
+    watch: bool = Field(
+        default=False,
+        description="Run the pipeline file again in the server when a file of a local source, "
+        "or the pipeline file, changes (`serve --watch`).",
+    )
     log_queries: bool = Field(
         default=False, description="Also log the text of each query (off: queries may be private)."
     )

@@ -88,7 +88,10 @@ def ui_routes() -> list[BaseRoute]:
 
 def _page(request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
     html = _templates.get_template(template).render(
-        ui=UI_PATH, signed_in=_signed_in(request), **context
+        ui=UI_PATH,
+        signed_in=_signed_in(request),
+        refresh=request.app.state.refresher.status,  # a knowledge base's refreshes, by name
+        **context,
     )
     return HTMLResponse(html, code, headers=_HEADERS)
 

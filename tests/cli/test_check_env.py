@@ -151,7 +151,10 @@ async def check_qdrant_refusal(path: Path) -> None:
 
     async with QdrantStore(path=str(path)) as store:
         await store.preload()
-        with pytest.raises(VectorStoreError, match=r"ragflow-config serve`; stop it"):
+        with pytest.raises(
+            VectorStoreError,
+            match=r"ragflow-config serve`\. A server indexes in its own process: .*/refresh`.* Otherwise stop it",
+        ):
             async with QdrantStore(path=str(path)):
                 pass
 

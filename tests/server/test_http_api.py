@@ -268,7 +268,8 @@ async def test_the_openapi_description_covers_every_route(
                     path,
                     answer.text,
                 )
-                assert answer.status_code == 200, (path, answer.text)
+                accepted = 202 if path.endswith("/refresh") else 200  # runs in the background
+                assert answer.status_code == accepted, (path, answer.text)
                 # The guards' and the transport's answers are documented on every route
                 # (the long Schemathesis run met an undocumented 414).
                 assert {"403", "408", "414", "431"} <= set(operations[method]["responses"])

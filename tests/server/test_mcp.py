@@ -46,7 +46,9 @@ async def _in_process(file: Path) -> dict[str, Any]:
 
 async def _exercise(session: ClientSession | Client, expected: dict[str, Any]) -> None:
     tools = (await session.list_tools()).tools
-    assert [(t.name, t.description, t.input_schema) for t in tools] == [expected["declaration"]]
+    # Over HTTP the server also offers refresh_knowledge_base (tests/server/test_refresh.py).
+    searching = [t for t in tools if t.name != "refresh_knowledge_base"]
+    assert [(t.name, t.description, t.input_schema) for t in searching] == [expected["declaration"]]
     assert tools[0].annotations is not None and tools[0].annotations.read_only_hint
 
     both = await session.call_tool("search_knowledge", {"query": QUERY})
@@ -126,7 +128,10 @@ async def test_over_streamable_http_with_a_token(
         ClientSession(read, write) as session,
     ):
         await session.initialize()
-        assert [t.name for t in (await session.list_tools()).tools] == ["search_knowledge"]
+        assert [t.name for t in (await session.list_tools()).tools] == [
+            "search_knowledge",
+            "refresh_knowledge_base",
+        ]
     async with httpx2.AsyncClient() as http:
         with pytest.raises(Exception) as refused:
             async with Client(streamable_http_client(url, http_client=http)) as client:

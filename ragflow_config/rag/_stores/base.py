@@ -241,6 +241,11 @@ class VectorStoreBase(Component):
         built, so that it holds what it serves and its first query pays for nothing more.
         Most stores connect when entered and have nothing to do."""
 
+    async def settle(self) -> None:
+        """Do now what the store does for what this process wrote when it closes: a server
+        calls it after each refresh, since it never closes. Most stores index as they write
+        and have nothing to do."""
+
     async def probe(self) -> str:
         """Whether the store can be used, found out without writing anything, on a store
         that is not entered: its server answers, or its local file or folder can be opened
@@ -378,8 +383,11 @@ def in_use(store: str, path: Path) -> VectorStoreError:
     at a time, and what usually holds it is a running server."""
     return VectorStoreError(
         store,
-        f"{path} is open in another process, such as a running `ragflow-config serve`; stop "
-        "it, or point this command at another path (a store on a server serves many processes)",
+        f"{path} is open in another process, such as a running `ragflow-config serve`. A "
+        "server indexes in its own process: `curl -X POST <server>/v1/knowledge-bases/<name>"
+        "/refresh` (or the refresh_knowledge_base MCP tool) runs the pipeline there now, and "
+        "`serve --refresh-every 5m` or `--watch` keeps it fresh. Otherwise stop it, or point "
+        "this command at another path (a store on a server serves many processes)",
     )
 
 

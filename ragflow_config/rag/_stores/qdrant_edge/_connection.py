@@ -124,6 +124,15 @@ class QdrantEdgeConnection(VectorStoreBase):
         for name in self._folder.collections():
             await self._shard(name)
 
+    async def settle(self) -> None:
+        # What __aexit__ does on close: a refreshed collection searched without its index
+        # would scan every point until the server stops.
+        for name in sorted(self._written):
+            shard = self._shards.get(name)
+            if shard is not None:
+                await self._engine(shard.optimize)
+            self._written.discard(name)
+
     async def probe(self) -> str:
         path = self._folder.path
         if not path.exists():
