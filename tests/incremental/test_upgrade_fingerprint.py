@@ -130,3 +130,42 @@ async def test_a_model_setting_that_changes_vectors_changes_the_embedding_part(
     assert batching == default
     explicit_default = await prints(minilm_pipeline(tmp_path, "max_length: 256"))
     assert explicit_default == default
+
+
+# The parsers part of an `html` + `text` knowledge base as ragflow-config computed it at
+# fa45ec9, before `html` chose article content with trafilatura (issue 54).
+HTML_BEFORE_TRAFILATURA = "18772aef76346576"
+
+
+def html_pipeline(tmp_path: Path, html_parameters: str = "") -> Pipeline:
+    (tmp_path / "docs").mkdir(exist_ok=True)
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(
+        f"""version: 1
+vector_stores:
+  local: {{type: qdrant, parameters: {{path: ./q}}}}
+embeddings:
+  h: {{type: hashing, parameters: {{dimensions: 64}}}}
+knowledge_bases:
+  - name: docs
+    sources: [{{path: docs}}]
+    parsers: [{{type: html{html_parameters}}}, {{type: text}}]
+    chunker: {{type: approx_token, parameters: {{chunk_size: 200}}}}
+    embedding: h
+    vector_store: local
+    collection: docs
+"""
+    )
+    return Pipeline.load(path)
+
+
+async def test_html_knowledge_bases_are_re_indexed_once_as_their_text_changed(
+    tmp_path: Path,
+) -> None:
+    # main_content is deliberately not added_later: every page's text changes (trafilatura
+    # on articles; form content, escaped lines and cell spacing by markup too).
+    default = await prints(html_pipeline(tmp_path))
+    markup = await prints(html_pipeline(tmp_path, ", parameters: {main_content: markup}"))
+    assert default["parsers"] != HTML_BEFORE_TRAFILATURA
+    assert markup["parsers"] not in (HTML_BEFORE_TRAFILATURA, default["parsers"])
+    assert default["chunker"] == markup["chunker"]
