@@ -95,6 +95,12 @@ def ours(html: str) -> str:
     return text
 
 
+def ours_by_markup(html: str) -> str:
+    """HTMLParser as it chose content before trafilatura (issue 54): by the page's markup."""
+    text, _ = HTMLParser(main_content="markup").to_markdown(html, "page.html")
+    return text
+
+
 def trafilatura_text(html: str) -> str:
     import trafilatura
 
@@ -112,7 +118,10 @@ def articles(folder: Path) -> list[tuple[str, str]]:
 
 def score_html(folder: Path) -> list[str]:
     pages = articles(folder)
-    extractors: dict[str, Callable[[str], str]] = {"HTMLParser": ours}
+    extractors: dict[str, Callable[[str], str]] = {
+        "HTMLParser": ours,
+        "HTMLParser, main_content: markup": ours_by_markup,
+    }
     try:
         import trafilatura  # noqa: F401
 

@@ -23,8 +23,13 @@ TOKEN_CHUNKERS_BEFORE = {"token": "7cd3432c09e998c7", "recursive": "802a9ae70c09
 
 
 def pipeline(
-    tmp_path: Path, chunker: str = "", pdf: str = "", chunker_type: str = "approx_token"
+    tmp_path: Path,
+    chunker: str = "",
+    pdf: str = "",
+    chunker_type: str = "approx_token",
+    parsers: str = "",
 ) -> Pipeline:
+    parsers = parsers or f"[{{type: pdf{pdf}}}, {{type: image}}, {{type: text}}]"
     (tmp_path / "docs").mkdir(exist_ok=True)
     path = tmp_path / "pipeline.yaml"
     path.write_text(
@@ -36,7 +41,7 @@ embeddings:
 knowledge_bases:
   - name: docs
     sources: [{{path: docs}}]
-    parsers: [{{type: pdf{pdf}}}, {{type: image}}, {{type: text}}]
+    parsers: {parsers}
     chunker: {{type: {chunker_type}, parameters: {{chunk_size: 200{chunker}}}}}
     embedding: h
     vector_store: local
@@ -130,3 +135,24 @@ async def test_a_model_setting_that_changes_vectors_changes_the_embedding_part(
     assert batching == default
     explicit_default = await prints(minilm_pipeline(tmp_path, "max_length: 256"))
     assert explicit_default == default
+
+
+# The parsers part of an `html` + `text` knowledge base as ragflow-config computed it at
+# fa45ec9, before `html` chose article content with trafilatura (issue 54).
+HTML_BEFORE_TRAFILATURA = "18772aef76346576"
+
+
+async def test_html_knowledge_bases_are_re_indexed_once_as_their_text_changed(
+    tmp_path: Path,
+) -> None:
+    # main_content is deliberately not added_later: every page's text changes (trafilatura
+    # on articles; form content, escaped lines and cell spacing by markup too).
+    default = await prints(pipeline(tmp_path, parsers="[{type: html}, {type: text}]"))
+    markup = await prints(
+        pipeline(
+            tmp_path, parsers="[{type: html, parameters: {main_content: markup}}, {type: text}]"
+        )
+    )
+    assert default["parsers"] != HTML_BEFORE_TRAFILATURA
+    assert markup["parsers"] not in (HTML_BEFORE_TRAFILATURA, default["parsers"])
+    assert default["chunker"] == markup["chunker"]

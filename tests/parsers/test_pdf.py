@@ -119,3 +119,15 @@ async def test_words_keep_their_spaces_in_a_latex_pdf() -> None:
         "will look like at this place."
     )
     assert [section.metadata["page"] for section in sections] == [1, 2, 3, 4]
+
+
+async def test_the_text_around_a_table_keeps_pdfiums_word_spacing() -> None:
+    # Page 8 of py-pdf's GeoTopo book: pdfplumber takes a diagram's grid for a table, and its
+    # own text of the page ran words together ("isteineTopologieaufX", "SieheißtProdukt...").
+    [section] = await PDFParser().parse(fixture_path("geotopo-page-8.pdf"), "geotopo.pdf")
+    text = text_of(section)
+
+    assert "\n\n| x |\n| --- |\n\n" in text  # the grid is still found, written in place
+    assert "ist eine Topologie auf X1\u00d7X2. Sie heißt Produkttopologie." in text  # above it
+    assert "Abbildung 1.1: Zu x = (x1, x2) gibt es Umgebungen U1, U2" in text  # below it
+    assert text.index("Produkttopologie.") < text.index("| x |") < text.index("Abbildung 1.1")

@@ -69,7 +69,9 @@ class EmailParser(ParserBase):
         if part is not None:
             content = _content(part)
             if part.get_content_subtype() == "html":
-                content, _ = HTMLParser().to_markdown(content, filename)  # decoded by its charset
+                # Decoded by its charset. By markup: a message is all content, and
+                # trafilatura could take a short one's lines for boilerplate.
+                content, _ = HTMLParser(main_content="markup").to_markdown(content, filename)
             body = str(content).replace("\r\n", "\n").strip()
         header_lines = [f"{name}: {message[name]}" for name in _HEADERS if message.get(name)]
         text = "\n".join(header_lines) + ("\n\n" + body if body else "")

@@ -97,7 +97,7 @@ class EPUBParser(ParserBase):
             if ref.get("linear", "yes") != "no" and ref.get("idref", "") in manifest
         ]
         _refuse_encrypted(book, names, {href for href, _, _ in chapters}, filename)
-        reader = HTMLParser()
+        reader = HTMLParser(main_content="markup")  # a chapter is all content, no boilerplate
         sections: list[Section] = []
         number = 0
         for href, media_type, properties in chapters:

@@ -50,9 +50,9 @@ class PDFParser(ParserBase):
     and with the spaces between words that pdfplumber loses on tightly set
     lines (``bench/parse_quality.py``). A page that draws at least two
     horizontal and two vertical lines may hold a ruled table: pdfplumber looks
-    for tables there, and a page where it finds one is written by pdfplumber
-    as below. A file PDFium cannot open (some damaged ones) is read by
-    pdfplumber alone.
+    for tables there, and writes each one it finds as below; the text above,
+    between, below and beside the tables is still PDFium's. A file PDFium
+    cannot open (some damaged ones) is read by pdfplumber alone.
 
     Tables that pdfplumber finds (ruled tables) are written in ``table_format``
     (see ``_tables``) in place of their cell text, with a blank line before and
@@ -164,7 +164,7 @@ class PDFParser(ParserBase):
                         plumber_page = plumber.pages[index]
                         tables = self._tables(plumber_page)
                         if tables:
-                            text = self._page_text(plumber_page, tables)
+                            text = _pdfium_text_around(page, tables)
                         plumber_page.close()  # drops the page's cached layout objects
                     if not tables:
                         text = _pdfium_text(page)
@@ -265,13 +265,50 @@ def _open_pdfplumber(data: bytes) -> Any:
 
 
 def _pdfium_text(page: Any) -> str:
-    """The page's text by PDFium: lines apart by ``\\n``, a word PDFium joined across a line
-    end keeping its hyphen, glyphs without a character (control codes) left out."""
+    """The page's text by PDFium (``_cleaned``)."""
     textpage = page.get_textpage()
     try:
-        text = textpage.get_text_range()
+        return _cleaned(textpage.get_text_range())
     finally:
         textpage.close()
+
+
+def _pdfium_text_around(page: Any, tables: list[tuple[BBox, str]]) -> str:
+    """The page's text by PDFium with each of ``tables`` (pdfplumber's boxes, measured
+    from the page's top left) rendered in place: the text of the full-width bands above,
+    between and below the tables, each table followed by the text beside it.
+
+    Not pdfplumber's text there: it runs words together on tightly set lines (GeoTopo's
+    pages with diagram grids that pdfplumber takes for tables: bench/README.md).
+    """
+    # The page's box as PDFium draws it (get_mediabox() does not inherit a parent's box).
+    left, bottom, right, top = page.get_bbox()
+    textpage = page.get_textpage()
+
+    def text_in(x0: float, above: float, x1: float, below: float) -> str:
+        if x1 <= x0 or below <= above:
+            return ""
+        return _cleaned(textpage.get_text_bounded(left + x0, top - below, left + x1, top - above))
+
+    width, height = right - left, top - bottom
+    blocks: list[str] = []
+    done = 0.0  # how far down the page the text is taken
+    try:
+        for (x0, table_top, x1, table_bottom), rendered in sorted(tables, key=lambda t: t[0][1]):
+            blocks += [text_in(0, done, width, table_top), rendered]
+            blocks += [text_in(0, table_top, x0, table_bottom)]
+            blocks += [text_in(x1, table_top, width, table_bottom)]
+            done = max(done, table_bottom)
+        blocks.append(text_in(0, done, width, height))
+    finally:
+        textpage.close()
+    # Paragraphs and tables apart by one blank line, as pdfplumber's pages are written.
+    return "\n\n".join(block.rstrip("\n") for block in blocks if block)
+
+
+def _cleaned(text: str) -> str:
+    """PDFium's text with lines apart by ``\\n``, a word PDFium joined across a line end
+    keeping its hyphen, glyphs without a character (control codes) left out."""
     text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\ufffe", "-"))
     return "\n".join(line.rstrip() for line in text.strip().split("\n"))
 
