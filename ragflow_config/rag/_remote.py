@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Literal, overload
 from urllib.parse import quote
 
@@ -20,7 +19,15 @@ from .._errors import (
     VectorStoreError,
 )
 from .._foreign import converted, refuse_agentscope_callers
-from .._http import PerLoop, Transient, excerpt, redact, retry_after, with_retries
+from .._http import (
+    EndpointOwner,
+    PerLoop,
+    Transient,
+    excerpt,
+    redact,
+    retry_after,
+    with_retries,
+)
 from .._redact import redact_url
 from .._search_input import SearchInputError
 from ..credential import RemoteCredential
@@ -40,7 +47,7 @@ _UNAVAILABLE: dict[str, type[RagflowError]] = {
 }
 
 
-class RemoteKnowledgeBase:
+class RemoteKnowledgeBase(EndpointOwner):
     """A knowledge base served by ``ragflow-config serve``, with ``KnowledgeBase``'s read side.
 
     ``search`` takes what ``KnowledgeBase.search`` takes (several queries,
@@ -63,6 +70,8 @@ class RemoteKnowledgeBase:
     no ``repr``, error or log line shows it. ``description`` is the
     server's, read on entering (``async with``) unless given.
     """
+
+    _endpoint: PerLoop[httpx.AsyncClient]  # the HTTP client, one per event loop
 
     def __init__(
         self,
@@ -88,7 +97,7 @@ class RemoteKnowledgeBase:
         self._timeout = timeout
         self._max_retries = max_retries
         self._retry_delay = retry_delay
-        self._clients = PerLoop(
+        self._endpoint = PerLoop(
             lambda: httpx.AsyncClient(timeout=self._timeout), lambda client: client.aclose()
         )
 
@@ -101,24 +110,13 @@ class RemoteKnowledgeBase:
         return f"knowledge base {self.name!r} at {redact_url(self.url)}"
 
     async def __aenter__(self) -> RemoteKnowledgeBase:
-        """Read the description from the server (a wrong url, token or name fails here)."""
+        """Read the description from the server (a wrong url, token or name fails here);
+        leaving closes the HTTP client (``aclose``)."""
         if not self._described:
             found = await self._request("GET", self._path())
             self.description = str(found.get("description", ""))
             self._described = True
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the HTTP client; a later call opens a new one."""
-        await self._clients.aclose()
 
     @overload
     async def search(
@@ -227,7 +225,7 @@ class RemoteKnowledgeBase:
 
         async def attempt() -> dict[str, Any]:
             try:
-                response = await self._clients.get().request(
+                response = await self._endpoint.get().request(
                     method, url, json=body, params=params, headers=headers
                 )
             except httpx.TransportError as exc:
