@@ -36,10 +36,6 @@ from ._explain import ExplainedHit
 
 logger = logging.getLogger("ragflow_config.remote")
 
-# The server's documents listing gives at most this many a page by default (serve's
-# --max-list-limit); a smaller limit there is followed, as the answer says it.
-_PAGE = 1000
-
 # The library's exception for a server's 503, by the error body's ``type``.
 _UNAVAILABLE: dict[str, type[RagflowError]] = {
     "EmbeddingError": EmbeddingError,
@@ -193,8 +189,9 @@ class RemoteKnowledgeBase(EndpointOwner):
         """One summary per document of the served knowledge base (by source path)."""
         documents: list[DocumentSummary] = []
         while True:
+            # No limit asked: the server's page is its --max-list-limit, whatever it is.
             page = await self._request(
-                "GET", self._path("documents"), params={"offset": len(documents), "limit": _PAGE}
+                "GET", self._path("documents"), params={"offset": len(documents)}
             )
             documents += [DocumentSummary.model_validate(d) for d in page["documents"]]
             if not page["documents"] or len(documents) >= page["total"]:

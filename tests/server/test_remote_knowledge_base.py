@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +171,31 @@ async def test_our_rag_middleware_retrieves_through_a_remote_knowledge_base(
             [remote], RAGMiddleware.Parameters(mode="agentic")
         ).list_tools()
         assert "The Python tutorial, for newcomers." in tool.description
+
+
+SERVE_IN_PAGES = """
+import sys
+from ragflow_config.server import ServeOptions, serve
+serve(sys.argv[1], options=ServeOptions(port=0, max_list_limit=2))
+"""
+
+
+async def test_list_documents_reads_every_page_of_the_servers_size(indexed: Path) -> None:
+    async with Pipeline.load(indexed).build(["tutorial"]) as built:
+        expected = sorted(d.source for d in await built.knowledge_base("tutorial").list_documents())
+    assert len(expected) == 3  # two pages of two at most
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVE_IN_PAGES, str(indexed)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        announced = next(line for line in server.stderr if " on http://" in line)
+        url = announced.split(" on ", 1)[1].split(" ", 1)[0]
+        async with RemoteKnowledgeBase(url, "tutorial") as remote:
+            listed = await remote.list_documents()
+    finally:
+        server.kill()
+        server.wait()
+    assert sorted(d.source for d in listed) == expected
