@@ -11,6 +11,7 @@ from ._errors import (
     ParserError,
     ParserFileNotFoundError,
     RagflowError,
+    RemoteKnowledgeBaseError,
     UnsupportedInputError,
     VectorStoreError,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "ParserError",
     "ParserFileNotFoundError",
     "RagflowError",
+    "RemoteKnowledgeBaseError",
     "UnsupportedInputError",
     "VectorStoreError",
     "__version__",

@@ -108,6 +108,16 @@ class UnstorableDocumentError(VectorStoreError):
     """
 
 
+class RemoteKnowledgeBaseError(RagflowError):
+    """A served knowledge base (``RemoteKnowledgeBase``) answered with an error that is none
+    of a local one's: a wrong or missing token (401), an unknown name (404), a server
+    failure (500). ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class CollectionMismatchError(RagflowError):
     """A collection exists but was built for other vectors (another dimension count)."""
 

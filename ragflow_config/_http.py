@@ -48,7 +48,7 @@ async def with_retries(
     attempt: Callable[[], Awaitable[T]],
     *,
     service: str,
-    error: type[RagflowError],
+    error: Callable[[str], Exception],
     max_retries: int,
     backoff: float = 0.5,
 ) -> T:
@@ -56,7 +56,8 @@ async def with_retries(
 
     Between attempts it waits ``backoff`` seconds doubled per attempt and
     jittered, or the server's ``Retry-After``. The last failure raises
-    ``error`` naming ``service``; any other exception passes through at once.
+    ``error`` (an exception class, or a function making one from the message)
+    naming ``service``; any other exception passes through at once.
     """
     attempts = max_retries + 1
     for number in range(1, attempts + 1):

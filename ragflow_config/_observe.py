@@ -1,4 +1,5 @@
-"""The library's costly steps, as observers outside it see them (``serve``'s metrics, traces).
+"""The library's costly steps, as observers outside it see them (``serve``'s metrics, traces,
+``run``'s traces).
 
 A step runs inside ``observed(operation, **attributes)``; each observer added
 with :func:`observing` is told when it begins (``begin``, whose answer it gets
@@ -12,7 +13,11 @@ The operations, after OpenTelemetry's GenAI names where it has one:
 - ``embeddings``: the query's embedding call (``knowledge_base``);
 - ``store.search``: one store search of one side (``knowledge_base``, ``side``:
   dense or lexical);
-- ``rerank``: the reranker's call (``knowledge_base``).
+- ``rerank``: the reranker's call (``knowledge_base``);
+- in a run: ``run`` (``knowledge_base``), and per file written ``file``
+  (``knowledge_base``, ``path``) holding ``parse`` and ``chunk`` (``path``), or
+  ``prepare`` (both, in a parser process), ``embeddings`` of its chunks and
+  ``store.write`` (``knowledge_base``).
 """
 
 from __future__ import annotations

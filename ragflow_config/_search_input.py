@@ -12,6 +12,9 @@ refused alike, with the same words, whatever store is behind them.
 - a query is at most :data:`MAX_QUERY_CHARS` characters unless the caller
   says otherwise (``serve --max-query-chars``): a model embeds a few hundred
   tokens, and a lexical side scores every term, so a longer query only costs.
+- several queries searched together (``KnowledgeBase.search`` takes a list; a
+  ``RemoteKnowledgeBase`` sends it): at most :data:`MAX_QUERIES`, each a query
+  as above, since each is embedded and searched.
 - ``score_threshold``: a finite number, or none (NaN compares false with every
   score, so it silently dropped nothing); an integer too large for a float
   (``1`` and 400 zeros) is refused, not overflowed.
@@ -32,6 +35,7 @@ import re
 MAX_TOP_K = 50
 MAX_ECHOED_NAME = 200
 MAX_QUERY_CHARS = 2000
+MAX_QUERIES = 8
 MAX_FILTER_KEYS = 16
 MAX_FILTER_DEPTH = 8
 MAX_FILTER_KEY_CHARS = 256
@@ -74,6 +78,19 @@ def checked_query(value: object, *, name: str = "query", max_chars: int = MAX_QU
         )
     if not _NOT_BLANK.search(value):
         raise SearchInputError(f"{name} is empty; say what to find")
+    return value
+
+
+def checked_queries(
+    value: object, *, name: str = "query", max_chars: int = MAX_QUERY_CHARS
+) -> str | list[str]:
+    """``value`` unchanged when it is one query or a list of 1 to ``MAX_QUERIES`` of them."""
+    if not isinstance(value, list):
+        return checked_query(value, name=name, max_chars=max_chars)
+    if not 1 <= len(value) <= MAX_QUERIES:
+        raise SearchInputError(f"{name} must hold 1 to {MAX_QUERIES} queries, not {len(value)}")
+    for index, query in enumerate(value):
+        checked_query(query, name=f"{name}[{index}]", max_chars=max_chars)
     return value
 
 

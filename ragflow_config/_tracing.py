@@ -1,4 +1,4 @@
-"""OpenTelemetry traces of searches, exported over OTLP/HTTP when the environment asks.
+"""OpenTelemetry traces of searches and runs, exported over OTLP/HTTP when the environment asks.
 
 The standard variables decide: with ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` set (and ``OTEL_TRACES_EXPORTER`` not
@@ -12,9 +12,13 @@ step costs what it costs without tracing. The exporter reads the rest of the
 Spans are named and described by OpenTelemetry's GenAI conventions where they
 name the step: ``retrieval {knowledge base}`` (``gen_ai.operation.name`` =
 ``retrieval``, ``gen_ai.data_source.id``, ``gen_ai.request.top_k``),
-``embeddings {knowledge base}`` and, in this project's own names,
-``store.search {side}`` and ``rerank``. No query or document text is
-recorded: content capture is off, and there is no switch to turn it on yet.
+``embeddings {knowledge base}`` (a query's, or a document's chunks' in a run)
+and, in this project's own names, ``store.search {side}`` and ``rerank``. A
+run (``ragflow-config run``) has ``run {knowledge base}``, under it a ``file``
+span per file it writes (``ragflow.file.path``), and under that ``parse`` and
+``chunk`` (or ``prepare``: both, in a parser process), ``embeddings`` and
+``store.write``. No query or document text is recorded: content capture is
+off, and there is no switch to turn it on yet.
 """
 
 from __future__ import annotations
@@ -91,7 +95,9 @@ class Tracing:
 def _described(operation: str, attributes: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """A step's span name and attributes, by the GenAI conventions where they have one."""
     knowledge_base = attributes.get("knowledge_base", "")
-    described: dict[str, Any] = {"gen_ai.data_source.id": knowledge_base}
+    described: dict[str, Any] = {}
+    if knowledge_base:
+        described["gen_ai.data_source.id"] = knowledge_base
     if operation == "retrieval":
         described["gen_ai.operation.name"] = "retrieval"
         described["ragflow.retrieval.mode"] = attributes.get("mode", "")
@@ -101,6 +107,10 @@ def _described(operation: str, attributes: Mapping[str, str]) -> tuple[str, dict
     if operation == "embeddings":
         described["gen_ai.operation.name"] = "embeddings"
         return f"embeddings {knowledge_base}", described
+    if operation == "run":
+        return f"run {knowledge_base}", described
+    if "path" in attributes:  # a file's steps in a run: the span names the step, not the file
+        described["ragflow.file.path"] = attributes["path"]
     side = attributes.get("side", "")
     if side:
         described["ragflow.retrieval.side"] = side

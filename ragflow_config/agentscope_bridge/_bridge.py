@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from .._extras import require
 from ..middleware import RAGMiddleware
-from ..rag import KnowledgeBase
+from ..rag import KnowledgeBase, RemoteKnowledgeBase
 
 
 class BuiltObjects(Protocol):
@@ -64,8 +64,9 @@ class AgentScopeObjects:
         return tools
 
 
-def knowledge_base(ours: KnowledgeBase) -> Any:
-    """An ``agentscope.rag.KnowledgeBase`` whose every operation runs on ``ours``."""
+def knowledge_base(ours: KnowledgeBase | RemoteKnowledgeBase) -> Any:
+    """An ``agentscope.rag.KnowledgeBase`` whose every operation runs on ``ours``
+    (a ``RemoteKnowledgeBase``'s on its server: search and list_documents)."""
     from ._native import BridgedKnowledgeBase
 
     return BridgedKnowledgeBase(ours)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from .._extras import require
 from ..message import DataBlock, Msg, TextBlock
 from ..model import ChatModelBase
-from ..rag import Chunk, KnowledgeBase
+from ..rag import Chunk, KnowledgeBase, RemoteKnowledgeBase
 
 _rag = require("agentscope.rag", "agentscope")
 _message = require("agentscope.message", "agentscope")
@@ -28,26 +28,40 @@ class BridgedKnowledgeBase(_rag.KnowledgeBase):  # type: ignore[name-defined]
     operation converts AgentScope's blocks and chunks to ours, runs on our
     knowledge base (so within its ``metadata_filter`` scope, with its
     retrieval settings) and converts the results back.
+
+    Over a ``RemoteKnowledgeBase`` the handle searches and lists documents
+    on its server; it has no model or store here (``None``), and writing
+    through it raises ``TypeError``: a served knowledge base is read-only.
     """
 
-    def __init__(self, ours: KnowledgeBase) -> None:
+    def __init__(self, ours: KnowledgeBase | RemoteKnowledgeBase) -> None:
+        local = ours if isinstance(ours, KnowledgeBase) else None
         super().__init__(
             name=ours.name,
             description=ours.description,
-            embedding_model=ours.embedding_model,
-            vector_store=ours.vector_store,
-            collection=ours.collection,
-            metadata_filter=ours.metadata_filter,
+            embedding_model=local.embedding_model if local else None,
+            vector_store=local.vector_store if local else None,
+            collection=local.collection if local else ours.name,
+            metadata_filter=local.metadata_filter if local else None,
         )
         self._ours = ours
 
     @property
-    def ragflow_knowledge_base(self) -> KnowledgeBase:
+    def ragflow_knowledge_base(self) -> KnowledgeBase | RemoteKnowledgeBase:
         """The ragflow_config knowledge base this handle runs on."""
         return self._ours
 
+    def _local(self, operation: str) -> KnowledgeBase:
+        if isinstance(self._ours, KnowledgeBase):
+            return self._ours
+        raise TypeError(
+            f"{operation}: {self._ours!r} is read-only: a served knowledge base is written "
+            "by `ragflow-config run` on its server"
+        )
+
     async def ensure_collection(self) -> None:
-        await self._ours.ensure_collection()
+        if isinstance(self._ours, KnowledgeBase):
+            await self._ours.ensure_collection()
 
     async def search(
         self,
@@ -67,14 +81,14 @@ class BridgedKnowledgeBase(_rag.KnowledgeBase):  # type: ignore[name-defined]
         document_id: str | None = None,
         document_metadata: dict[str, Any] | None = None,
     ) -> str:
-        return await self._ours.insert_document(
+        return await self._local("insert_document").insert_document(
             [Chunk.model_validate(chunk.model_dump()) for chunk in chunks],
             document_id=document_id,
             document_metadata=document_metadata,
         )
 
     async def delete_document(self, document_id: str) -> None:
-        await self._ours.delete_document(document_id)
+        await self._local("delete_document").delete_document(document_id)
 
     async def list_documents(self) -> list[Any]:
         return [
@@ -83,7 +97,8 @@ class BridgedKnowledgeBase(_rag.KnowledgeBase):  # type: ignore[name-defined]
         ]
 
     async def list_chunks(self, document_id: str, *, offset: int = 0, limit: int = 30) -> list[Any]:
-        chunks = await self._ours.list_chunks(document_id, offset=offset, limit=limit)
+        local = self._local("list_chunks")
+        chunks = await local.list_chunks(document_id, offset=offset, limit=limit)
         return [_rag.Chunk.model_validate(chunk.model_dump()) for chunk in chunks]
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._observe import observing
+from .._tracing import tracing_from_environment
 from ._arguments import int_between
 from ._output import (
     EXIT_FINDINGS,
@@ -311,8 +314,10 @@ def _run(args: argparse.Namespace) -> int:
 
     pipeline = Pipeline.load(args.file)
     progress = None if args.json or args.quiet else Progress(sys.stderr)
+    tracing = tracing_from_environment()  # None unless the OTEL_* variables ask
     try:
-        report = run_until_terminated(pipeline.run(args.kb, _options(args, False, progress)))
+        with observing(tracing) if tracing is not None else contextlib.nullcontext():
+            report = run_until_terminated(pipeline.run(args.kb, _options(args, False, progress)))
     except (KeyboardInterrupt, Terminated) as stop:
         done = f"{plural(progress.done, 'file')} done" if progress else "stopped"
         how, code = (
@@ -324,6 +329,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if progress:
             progress.close()
+        if tracing is not None:
+            tracing.shutdown()  # sends the spans not sent yet
     _print_report(report, pipeline, args.json)
     return _exit_code(report, pipeline, args.strict)
 

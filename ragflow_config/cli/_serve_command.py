@@ -82,6 +82,15 @@ def register(commands: Commands) -> None:
         help="run the pipeline file again in the server when a file of a local source, or "
         "the file itself, changes (HTTP only)",
     )
+    serve.add_argument(
+        "--metrics-port",
+        type=int_between(0, 65535),
+        default=None,
+        metavar="PORT",
+        help="also serve GET /metrics on this port of 127.0.0.1, without the token, for a "
+        "scraper on this machine (0: any free port); the main port keeps /metrics behind "
+        "the token",
+    )
     limit = partial(_add_limit, serve)
     limit(
         "--max-body-bytes", int_between(1024, 1 << 30), 64 * 1024, "largest request body accepted"
@@ -197,6 +206,7 @@ def _serve(args: argparse.Namespace) -> int:
     options = ServeOptions(
         host=args.host,
         port=args.port,
+        metrics_port=args.metrics_port,
         token=token,
         max_body_bytes=args.max_body_bytes,
         max_query_chars=args.max_query_chars,

@@ -11,6 +11,7 @@ from ._credentials import (
     OpenAICredential,
     PostgresCredential,
     QdrantCredential,
+    RemoteCredential,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "OpenAICredential",
     "PostgresCredential",
     "QdrantCredential",
+    "RemoteCredential",
 ]

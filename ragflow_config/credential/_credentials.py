@@ -8,6 +8,14 @@ from pydantic_settings import SettingsConfigDict
 from ._base import CredentialBase
 
 
+class RemoteCredential(CredentialBase):
+    """The bearer token of a ``ragflow-config serve`` that a ``RemoteKnowledgeBase`` reads;
+    ``RAGFLOW_REMOTE_TOKEN`` (the client's side of ``RAGFLOW_SERVE_TOKEN``). Optional."""
+
+    model_config = SettingsConfigDict(env_prefix="RAGFLOW_REMOTE_", extra="ignore", frozen=True)
+    token: SecretStr | None = None
+
+
 class OpenAICredential(CredentialBase):
     """API key of an OpenAI-compatible server; ``OPENAI_API_KEY``. Optional: local servers need none."""
 

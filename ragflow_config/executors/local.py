@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._errors import ParserError
+from .._observe import observed
 from ..embedding import EmbeddingModelBase
 from ..rag import Chunk, KnowledgeBase
 from ..rag._chunkers.base import ChunkerBase
@@ -317,8 +318,10 @@ async def parse_and_chunk(
     parser: ParserBase, chunker: ChunkerBase, data: bytes, filename: str
 ) -> list[Chunk]:
     with attributed_warnings(filename):
-        sections = await parser.parse(data, filename)
-        return await chunker.chunk(sections)
+        with observed("parse", path=filename):
+            sections = await parser.parse(data, filename)
+        with observed("chunk", path=filename):
+            return await chunker.chunk(sections)
 
 
 def _prepare_many(requests: list[Request], parse_timeout: float) -> list[Outcome]:

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, cast
 
 from .._errors import ParserError, RagflowError, UnstorableDocumentError
+from .._observe import observed
 from ..embedding import (
     EmbeddingCacheBase,
     EmbeddingModelBase,
@@ -359,9 +360,10 @@ async def run(
     cached = _embedding_through(built.embedding_cache, chosen)
     try:
         for plan in chosen:
-            reports.append(
-                await _run_knowledge_base(plan, built, options, processes, concurrency, budget)
-            )
+            with observed("run", knowledge_base=plan.knowledge_base.name):
+                reports.append(
+                    await _run_knowledge_base(plan, built, options, processes, concurrency, budget)
+                )
     finally:
         if freeze:
             gc.unfreeze()
@@ -574,21 +576,22 @@ async def _run_knowledge_base(
         writes = change.action in ("add", "update", "repair") and not options.dry_run
         ahead.decided(writes)
         if writes:
-            change = await _write(
-                plan,
-                write_kb,
-                change,
-                file,
-                data,
-                digest,
-                prints,
-                settings,
-                own,
-                existing.get(doc_id),
-                processes,
-                ahead.files(),
-                report.vectors,
-            )
+            with observed("file", knowledge_base=kb.name, path=file.relative):
+                change = await _write(
+                    plan,
+                    write_kb,
+                    change,
+                    file,
+                    data,
+                    digest,
+                    prints,
+                    settings,
+                    own,
+                    existing.get(doc_id),
+                    processes,
+                    ahead.files(),
+                    report.vectors,
+                )
         elif change.action in ("add", "update", "repair"):
             # A dry run parses what the run would write, as the run would: a file the
             # pipeline skips (empty, unsupported) or fails to parse is reported as the
@@ -929,9 +932,12 @@ async def _prepare(
         if processes is None:
             chunks = await parse_and_chunk(parser, plan.chunker, data, file.relative)
         else:
-            chunks, embedded = await processes.prepare(
-                parser, plan.chunker, model, data, file.relative, backlog=files_ahead
-            )
+            # Parsed, chunked (and embedded, with a cpu_bound model) in a parser process,
+            # which has no tracer: one step here, as long as the file's wait for it.
+            with observed("prepare", knowledge_base=kb.name, path=file.relative):
+                chunks, embedded = await processes.prepare(
+                    parser, plan.chunker, model, data, file.relative, backlog=files_ahead
+                )
     except ParserError as exc:
         return Change("failed", file.relative, change.document_id, exc.cause)
     except Exception as exc:  # a parser's own bug must not end the run; report it

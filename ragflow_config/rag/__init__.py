@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._parsers.pptx import PPTParser
     from ._parsers.records import RecordsParser
     from ._parsers.text import TextParser
+    from ._remote import RemoteKnowledgeBase
     from ._retrieval import (
         Bm25Settings,
         FeedbackSettings,
@@ -88,6 +89,7 @@ __getattr__ = lazy_exports(
         "QdrantStore": "._stores.qdrant",
         "RecordsParser": "._parsers.records",
         "RecursiveChunker": "._chunkers.recursive",
+        "RemoteKnowledgeBase": "._remote",
         "RerankSettings": "._retrieval",
         "Rm3Settings": "._retrieval",
         "RocchioSettings": "._retrieval",
@@ -133,6 +135,7 @@ __all__ = [
     "QdrantStore",
     "RecordsParser",
     "RecursiveChunker",
+    "RemoteKnowledgeBase",
     "RerankSettings",
     "RetrievalSettings",
     "Rm3Settings",

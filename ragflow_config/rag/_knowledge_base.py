@@ -345,7 +345,8 @@ class KnowledgeBase:
                     for vector, chunk in zip(vectors, batch_chunks, strict=True)
                 ]
                 writing = True
-                await self._vector_store.insert(collection, records)
+                with observed("store.write", knowledge_base=self.name):
+                    await self._vector_store.insert(collection, records)
         except BaseException:
             if writing and collection is not None:
                 await self._remove_partial(document_id, collection)
@@ -366,7 +367,8 @@ class KnowledgeBase:
         if counts is not None:
             counts.reused += len(chunks) - len(missing)
         if missing:
-            response = await self._embedding_model([chunks[i].content for i in missing])
+            with observed("embeddings", knowledge_base=self.name):
+                response = await self._embedding_model([chunks[i].content for i in missing])
             self._check_vectors(response.embeddings, len(missing))
             if counts is not None:  # an AgentScope model's response has no cache counts
                 counts.count(

@@ -7,7 +7,8 @@ Routes (all JSON; an error is ``{"error": {"message": ...}}`` with a 4xx or
 - ``GET /readyz``: every store answers (503 when one does not);
 - ``GET /v1/knowledge-bases`` and ``GET /v1/knowledge-bases/{name}`` (with its refreshes);
 - ``GET /v1/knowledge-bases/{name}/documents?offset=&limit=``;
-- ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``;
+- ``POST /v1/knowledge-bases/{name}/search``: ``{"query", "top_k", "score_threshold", "filter", "explain"}``
+  (``query`` a string, or a list of them searched together as ``KnowledgeBase.search`` does);
 - ``POST /v1/knowledge-bases/{name}/refresh``: run the pipeline file again in the server
   (``_refresh``); 202, and the refresh already running when there is one;
 - ``GET /openapi.json``: the OpenAPI 3.1 description of the above;
@@ -21,7 +22,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import (
@@ -30,6 +31,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictInt,
+    StringConstraints,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -47,10 +49,11 @@ from starlette.types import Scope
 from .. import __version__
 from .._observe import observing
 from .._search_input import (
+    MAX_QUERIES,
     MAX_TOP_K,
     NOT_BLANK,
     checked_filter,
-    checked_query,
+    checked_queries,
     checked_score_threshold,
     echoed,
 )
@@ -89,14 +92,18 @@ MAX_OFFSET = 10**9  # a documents listing's largest offset (documented in the Op
 
 # -- the API's shapes (also its OpenAPI components) --------------------------
 
+Query = Annotated[str, StringConstraints(min_length=1, pattern=NOT_BLANK)]
+
 
 class SearchRequest(BaseModel):
-    """One query against one knowledge base."""
+    """A query (or a few searched together) against one knowledge base."""
 
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(
-        min_length=1, pattern=NOT_BLANK, description="What to find, in plain words (not blank)."
+    query: Query | Annotated[list[Query], Field(min_length=1, max_length=MAX_QUERIES)] = Field(
+        description="What to find, in plain words (not blank); or a list of such queries, "
+        "searched together: each chunk at its best score over them (as "
+        "`KnowledgeBase.search` ranks a list)."
     )
     top_k: StrictInt = Field(
         default=5,
@@ -126,9 +133,9 @@ class SearchRequest(BaseModel):
     @field_validator("query", mode="before")
     @classmethod
     def _query(cls, value: object, info: ValidationInfo) -> object:
-        if not isinstance(value, str):
+        if not isinstance(value, (str, list)):
             return value
-        return checked_query(value, max_chars=_limits(info).max_query_chars)
+        return checked_queries(value, max_chars=_limits(info).max_query_chars)
 
     @field_validator("filter", mode="before")
     @classmethod
@@ -198,6 +205,11 @@ class DocumentsResponse(BaseModel):
 
 class ErrorDetail(BaseModel):
     message: str
+    type: str | None = Field(
+        default=None,
+        description="With a 503, the library exception it stands for: VectorStoreError, "
+        "EmbeddingError or CollectionMismatchError (a RemoteKnowledgeBase raises it).",
+    )
 
 
 class ErrorResponse(BaseModel):
@@ -238,7 +250,7 @@ async def _on_client_disconnect(request: Request, exc: Exception) -> Response:
 async def _on_service_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ServiceError)
     headers = {"Retry-After": RETRY_AFTER_SECONDS} if exc.status == 503 else None
-    return error_response(exc.status, str(exc), headers)
+    return error_response(exc.status, str(exc), headers, kind=exc.kind)
 
 
 async def _on_body_too_large(request: Request, exc: Exception) -> Response:

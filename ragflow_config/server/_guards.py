@@ -49,16 +49,18 @@ def parsed_json(data: bytes | str) -> Any:
     return pydantic_core.from_json(data)
 
 
-def error_body(message: str) -> bytes:
-    """The API's error, ``{"error": {"message": ...}}``, as every route and refusal writes it."""
-    return json.dumps(
-        {"error": {"message": message}}, ensure_ascii=False, separators=(",", ":")
-    ).encode()
+def error_body(message: str, kind: str | None = None) -> bytes:
+    """The API's error, ``{"error": {"message": ...}}``, as every route and refusal writes it;
+    with ``"type"``, the library exception it stands for, when there is one."""
+    error = {"message": message} if kind is None else {"message": message, "type": kind}
+    return json.dumps({"error": error}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None, *, kind: str | None = None
+) -> Response:
     """The API's error with ``status``, as a Starlette response."""
-    return Response(error_body(message), status, headers, media_type="application/json")
+    return Response(error_body(message, kind), status, headers, media_type="application/json")
 
 
 def _header(scope: Scope, wanted: bytes) -> bytes | None:

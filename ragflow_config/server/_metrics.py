@@ -1,5 +1,9 @@
 """``GET /metrics``: what the server did, in Prometheus's text exposition format.
 
+Served behind the token with the rest, and, with ``serve --metrics-port``, on a
+port of its own bound to loopback, without the token (:func:`metrics_app`): a
+scraper on the same machine needs no secret, and nothing else is served there.
+
 Every series is in the application's own registry (two applications in one
 process count apart) and is named ``ragflow_...``:
 
@@ -30,12 +34,15 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 from starlette.types import Scope
 
 from ._admission import Admission, Refused
-from ._guards import route_template
+from ._guards import HostOriginMiddleware, route_template
 from ._refresh import RefreshResult
 from ._service import KnowledgeService, ServiceError
 
@@ -193,3 +200,25 @@ async def metrics_page(request: Request) -> Response:
     metrics: Metrics = request.app.state.metrics
     await metrics.count(request.app.state.service)
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+METRICS_HOST = "127.0.0.1"
+
+
+def metrics_app(app: Starlette) -> Starlette:
+    """``GET /metrics`` of ``app`` (its series, its knowledge bases) alone, for a port of
+    its own on :data:`METRICS_HOST`: no token, and only loopback names in ``Host`` (a
+    web page's DNS rebinding cannot read it)."""
+    side = Starlette(
+        routes=[Route("/metrics", metrics_page, methods=["GET"])],
+        middleware=[
+            Middleware(
+                HostOriginMiddleware,
+                host_names=frozenset({METRICS_HOST, "localhost"}),
+                origins=(),
+            )
+        ],
+    )
+    side.state.metrics = app.state.metrics
+    side.state.service = app.state.service
+    return side

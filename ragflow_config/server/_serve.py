@@ -17,10 +17,12 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
+from starlette.applications import Starlette
 
 from .._errors import RagflowError
 from ..pipeline import Pipeline
 from ._app import create_app
+from ._metrics import METRICS_HOST, metrics_app
 from ._service import KnowledgeService, as_pipeline
 from ._settings import ACCEPT_BURST, ServeOptions
 from ._stdio import serve_stdio
@@ -44,9 +46,12 @@ class Serving:
     mcp_path: str
     knowledge_bases: tuple[str, ...]
     ui: bool = False  # whether the retrieval-testing page is served, at /ui
+    metrics_url: str | None = None  # /metrics on a port of its own, without the token
 
     def __str__(self) -> str:
         page = f"; the retrieval-testing page at {self.url}/ui" if self.ui else ""
+        if self.metrics_url is not None:
+            page += f"; metrics at {self.metrics_url}"
         return (
             f"serving {', '.join(self.knowledge_bases)} on {self.url} (MCP at {self.mcp_path}; "
             f"API description at /openapi.json{page})"
@@ -59,6 +64,7 @@ class Serving:
             "openapi": f"{self.url}/openapi.json",
             "knowledge_bases": list(self.knowledge_bases),
             **({"ui": f"{self.url}/ui"} if self.ui else {}),
+            **({"metrics": self.metrics_url} if self.metrics_url is not None else {}),
         }
 
 
@@ -151,7 +157,10 @@ async def serve_http(
     sock = _listening_socket(options.host, options.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
+    metrics_sock: socket.socket | None = None
     try:
+        if options.metrics_port is not None:
+            metrics_sock = _listening_socket(METRICS_HOST, options.metrics_port)
         async with KnowledgeService(
             pipeline, knowledge_bases, request_timeout=options.store_timeout_seconds
         ) as service:
@@ -160,6 +169,9 @@ async def serve_http(
                 options.mcp_path,
                 tuple(info.name for info in service.infos),
                 ui=options.ui,
+                metrics_url=None
+                if metrics_sock is None
+                else f"http://{METRICS_HOST}:{metrics_sock.getsockname()[1]}/metrics",
             )
 
             def ready() -> None:
@@ -190,9 +202,40 @@ async def serve_http(
                 server_header=False,
             )
             server = _DrainingServer(config)
-            await server.serve(sockets=[sock])
+            if metrics_sock is None:
+                await server.serve(sockets=[sock])
+            else:
+                await _with_metrics_port(server, sock, metrics_app(app), metrics_sock)
     finally:
         sock.close()
+        if metrics_sock is not None:
+            metrics_sock.close()
+
+
+async def _with_metrics_port(
+    server: uvicorn.Server, sock: socket.socket, metrics: Starlette, metrics_sock: socket.socket
+) -> None:
+    """``server`` on ``sock``, and beside it ``metrics`` on ``metrics_sock`` until it ends."""
+    side = _QuietServer(
+        uvicorn.Config(
+            metrics, log_level="warning", access_log=False, lifespan="off", server_header=False
+        )
+    )
+    beside = asyncio.ensure_future(side.serve(sockets=[metrics_sock]))
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        side.should_exit = True
+        await beside
+
+
+class _QuietServer(uvicorn.Server):
+    """A second server in the process: the main one alone takes SIGTERM and SIGINT, then
+    stops this one."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 class _DrainingServer(uvicorn.Server):

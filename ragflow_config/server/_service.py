@@ -34,6 +34,7 @@ from .._search_input import echoed
 from ..message import DataBlock, TextBlock
 from ..middleware import RAGMiddleware
 from ..middleware._rag.format import Query
+from ..middleware._rag.search import Searchable
 from ..middleware._rag.tool import SearchKnowledgeTool
 from ..pipeline import Pipeline
 from ..pipeline._build import BuiltPipeline
@@ -49,9 +50,14 @@ T = TypeVar("T")
 
 
 class ServiceError(RagflowError):
-    """A request the service cannot answer; ``status`` is its HTTP status."""
+    """A request the service cannot answer; ``status`` is its HTTP status.
+
+    ``kind`` names the library's exception the failure stands for (a
+    ``RemoteKnowledgeBase`` raises it again), when there is one.
+    """
 
     status = 500
+    kind: str | None = None
 
 
 class BadRequest(ServiceError):
@@ -70,6 +76,10 @@ class Unavailable(ServiceError):
     """A store or embedding service cannot be reached now; retrying later may succeed."""
 
     status = 503
+
+    def __init__(self, message: str, *, kind: str = "VectorStoreError") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -101,6 +111,15 @@ def client_failure(exc: BaseException) -> str:
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return "the vector store did not answer in time; the server's log has the details"
     return "the vector store cannot be reached now; the server's log has the details"
+
+
+def failure_kind(exc: BaseException) -> str:
+    """The library's exception a client is told a failure stands for."""
+    if isinstance(exc, EmbeddingError):
+        return "EmbeddingError"
+    if isinstance(exc, CollectionMismatchError):
+        return "CollectionMismatchError"
+    return "VectorStoreError"
 
 
 def _consume_outcome(task: asyncio.Future[Any]) -> None:
@@ -316,11 +335,16 @@ class KnowledgeService:
         retrieve = middleware.retrieve
 
         async def retrieve_indexed(
-            queries: Sequence[Query], knowledge_bases: Sequence[KnowledgeBase]
+            queries: Sequence[Query], knowledge_bases: Sequence[Searchable]
         ) -> list[VectorSearchResult]:
             # The middleware's own retrieval, over the bases whose collection exists:
-            # searching would create a missing one, and this server only reads.
-            present = [kb for kb in knowledge_bases if await self._collection_present(kb)]
+            # searching would create a missing one, and this server only reads. (A
+            # pipeline's bases are all local: only Python code makes a remote one.)
+            present = [
+                kb
+                for kb in knowledge_bases
+                if isinstance(kb, KnowledgeBase) and await self._collection_present(kb)
+            ]
             return await retrieve(queries, present) if present else []
 
         self._tool = SearchKnowledgeTool(middleware.knowledge_bases, retrieve_indexed)
@@ -407,7 +431,7 @@ class KnowledgeService:
             return exc
         if is_transient(exc) or isinstance(exc, CollectionMismatchError):
             logger.warning("request failed: %s", describe_failure(exc))
-            return Unavailable(client_failure(exc))
+            return Unavailable(client_failure(exc), kind=failure_kind(exc))
         logger.error("request failed", exc_info=exc)
         return ServiceError("internal error; the server's log has the details")
 
@@ -479,7 +503,7 @@ class KnowledgeService:
         try:
             return task.result()
         except Unavailable as exc:
-            raise Unavailable(f"{what}: {exc}") from None
+            raise Unavailable(f"{what}: {exc}", kind=exc.kind or "VectorStoreError") from None
 
     async def readiness(self) -> dict[str, Any]:
         """Each knowledge base's collection as the store reports it; Unavailable if it cannot."""
@@ -488,7 +512,7 @@ class KnowledgeService:
     async def search(
         self,
         name: str,
-        query: str,
+        query: str | Sequence[str],
         *,
         top_k: int = 5,
         score_threshold: float | None = None,
@@ -496,8 +520,10 @@ class KnowledgeService:
         explain: bool = False,
         mode: Literal["dense", "lexical", "hybrid"] | None = None,
     ) -> list[VectorSearchResult]:
-        """``KnowledgeBase.search`` of one query; ``where`` narrows within the base's scope;
-        ``mode`` searches in another retrieval mode than the pipeline's."""
+        """``KnowledgeBase.search`` of one query (or several, searched together); ``where``
+        narrows within the base's scope; ``mode`` searches in another retrieval mode than
+        the pipeline's."""
+        queries = [query] if isinstance(query, str) else list(query)
         self.info(name)
         try:
             flatten_filter(where)
@@ -517,7 +543,7 @@ class KnowledgeService:
                 kb = kb.with_mode(mode)
             try:
                 return await kb.search(
-                    [query],
+                    queries,
                     top_k=top_k,
                     score_threshold=score_threshold,
                     where=where,

@@ -66,6 +66,13 @@ class ServeOptions(BaseModel):
     token: SecretStr | None = Field(
         default=None, description="Bearer token every HTTP request must carry; None: none needed."
     )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="Also serve GET /metrics, without the token, on this port of 127.0.0.1 "
+        "alone (0 picks a free one); None: only behind the token on the main port.",
+    )
     max_body_bytes: int = Field(
         default=64 * 1024, ge=1024, description="Largest request body accepted (413 beyond)."
     )

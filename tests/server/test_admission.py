@@ -171,3 +171,43 @@ def test_slow_clients_cannot_lock_healthz_out_with_few_files(
         attacker.join(timeout=60)
     assert probes == [200] * 15
     assert "Traceback" not in server.log
+
+
+def test_a_light_client_beside_six_heavy_ones_is_answered_not_refused(
+    indexed: Path, server_process: type[ServerProcess]
+) -> None:
+    """Issue 53's fairness probe with the server's default limits: six clients, each from
+    its own address over 4 connections, loop on 2,000-character queries with top_k 50; a
+    seventh's short searches are all answered, none refused. (Its latency against its
+    unloaded latency is bench/serve_fairness.py's to measure, not a test's.)"""
+    server = server_process(str(indexed))
+    stop = threading.Event()
+    heavy_answers: list[int] = []
+    long_query = {"query": ("read a file line by line and sort the records " * 50)[:2000]}
+
+    def heavy(source: str) -> None:
+        with _client(server, source) as client:
+            while not stop.is_set():
+                answer = client.post(SEARCH, json={**long_query, "top_k": 50})
+                heavy_answers.append(answer.status_code)
+
+    threads = [
+        threading.Thread(target=heavy, args=(f"127.0.0.{2 + number}",))
+        for number in range(6)
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        with _client(server, "127.0.0.8") as client:
+            while len(heavy_answers) < 24:  # the load under way
+                time.sleep(0.05)
+            light = [client.post(SEARCH, json={"query": "logging", "top_k": 3}) for _ in range(10)]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert [answer.status_code for answer in light] == [200] * 10, light[-1].text
+    assert all(answer.json()["hits"] for answer in light)
+    assert set(heavy_answers) <= {200, 429}  # a heavy client past its share may be told to wait
+    assert "Traceback" not in server.log

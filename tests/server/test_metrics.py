@@ -3,6 +3,7 @@ after a known load, every count is the number of requests sent."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
@@ -97,3 +98,31 @@ def test_metrics_count_what_was_asked_behind_the_token(
     assert _value(samples, "ragflow_knowledge_base_chunks", knowledge_base="tutorial") >= 3
     assert _value(samples, "ragflow_admission_running") == 0  # /metrics takes no place
     assert _value(samples, "ragflow_admission_queued") == 0
+
+
+def test_metrics_port_serves_metrics_alone_on_loopback_without_the_token(
+    indexed: Path, server_process: type[ServerProcess]
+) -> None:
+    server = server_process(str(indexed), "--metrics-port", "0", env={"RAGFLOW_SERVE_TOKEN": TOKEN})
+    [metrics_url] = re.findall(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", server.log)
+    side = metrics_url.removesuffix("/metrics")
+    assert side != server.url
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server.url, timeout=60, headers=auth) as client:
+        for _ in range(3):
+            assert client.post(SEARCH.format("tutorial"), json={"query": "read a file"}).is_success
+        assert client.get("/metrics").status_code == 200  # the main port keeps it, with the token
+    assert httpx.get(f"{server.url}/metrics").status_code == 401
+
+    page = httpx.get(metrics_url, timeout=60)  # no token
+    assert page.status_code == 200, page.text
+    samples = _samples(page.text)
+    assert (
+        _value(samples, "ragflow_http_requests_total", route=ROUTE, method="POST", status="200")
+        == 3
+    )
+    assert _value(samples, "ragflow_retrievals_total", knowledge_base="tutorial", mode="dense") == 3
+    # Nothing else is served there, and a page's DNS rebinding cannot read it.
+    assert httpx.get(f"{side}/v1/knowledge-bases", timeout=60).status_code == 404
+    assert httpx.get(metrics_url, headers={"Host": "evil.example"}, timeout=60).status_code == 403
+    assert server.stop() == 0

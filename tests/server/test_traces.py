@@ -4,6 +4,9 @@ decodes the protobuf: the span tree of a search continues the client's tracepare
 from __future__ import annotations
 
 import http.server
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +19,7 @@ import pytest
 
 from ragflow_config._tracing import tracing_requested
 
-from ._serving import ServerProcess
+from ._serving import ServerProcess, write_pipeline
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -117,3 +120,43 @@ def test_a_search_is_one_span_tree_under_the_clients_traceparent(
     assert _attributes(embeddings)["gen_ai.operation.name"] == "embeddings"
     assert _attributes(store)["ragflow.retrieval.side"] == "dense"
     assert "read a file" not in str(spans)  # no content captured
+
+
+def test_a_run_is_a_span_tree_per_knowledge_base_and_file(tmp_path: Path) -> None:
+    file = write_pipeline(tmp_path)
+    with otlp_receiver() as (endpoint, spans):
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+        done = subprocess.run(
+            [sys.executable, "-m", "ragflow_config.cli", "run", str(file), "--workers", "0"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr  # the provider's shutdown sent every span
+    runs = {span.name: span for span in spans if span.name.startswith("run ")}
+    assert set(runs) == {"run tutorial", "run howto"}
+    assert all(not span.parent_span_id for span in runs.values())
+    by_parent: dict[bytes, list[Any]] = {}
+    for span in spans:
+        by_parent.setdefault(span.parent_span_id, []).append(span)
+    files = by_parent[runs["run tutorial"].span_id]
+    assert sorted(_attributes(s)["ragflow.file.path"] for s in files) == [
+        "files.md",
+        "lists.md",
+        "loops.md",
+    ]
+    for span in files:
+        assert span.name == "file"
+        assert _attributes(span)["gen_ai.data_source.id"] == "tutorial"
+        steps = {step.name: step for step in by_parent[span.span_id]}
+        assert set(steps) == {"parse", "chunk", "embeddings tutorial", "store.write"}
+        path = _attributes(span)["ragflow.file.path"]
+        assert _attributes(steps["parse"])["ragflow.file.path"] == path
+        assert _attributes(steps["embeddings tutorial"])["gen_ai.operation.name"] == "embeddings"
+        assert steps["parse"].end_time_unix_nano <= steps["chunk"].start_time_unix_nano
+        assert steps["embeddings tutorial"].end_time_unix_nano <= (
+            steps["store.write"].start_time_unix_nano
+        )
+    assert len(by_parent[runs["run howto"].span_id]) == 2
+    assert "zanzibar" not in str(spans)  # no document text captured

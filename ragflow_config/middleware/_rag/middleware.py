@@ -19,11 +19,11 @@ from ...message import HintBlock, Msg
 from .._base import HookedAgent, HookStream, MiddlewareBase, NextHandler
 from .format import Query, format_results, queries_from, wrap_hint
 from .parameters import RAGParameters
-from .search import search_across
+from .search import Searchable, search_across
 
 if TYPE_CHECKING:
     from ...model import ChatModelBase
-    from ...rag import KnowledgeBase, VectorSearchResult
+    from ...rag import VectorSearchResult
     from ...rerankers import RerankerBase
     from ...tool import ToolBase
 
@@ -55,7 +55,7 @@ class RAGMiddleware(MiddlewareBase):
 
     def __init__(
         self,
-        knowledge_bases: Sequence[KnowledgeBase],
+        knowledge_bases: Sequence[Searchable],
         parameters: RAGParameters | None = None,
         rerank_model: ChatModelBase | None = None,
         *,
@@ -106,7 +106,7 @@ class RAGMiddleware(MiddlewareBase):
     async def retrieve(
         self,
         queries: Sequence[Query],
-        knowledge_bases: Sequence[KnowledgeBase] | None = None,
+        knowledge_bases: Sequence[Searchable] | None = None,
     ) -> list[VectorSearchResult]:
         """Search (all, or the given) knowledge bases, merge, rerank; at most ``top_k`` hits."""
         p = self.parameters

@@ -7,7 +7,8 @@ hits are merged by score. Across spaces a cosine of one model says nothing
 about a dot product or a negated distance of another, so their rankings are
 merged by reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009): a
 hit scores ``sum(1 / (RRF_K + rank))`` over the rankings that contain it.
-With a single space the result is plain score order.
+With a single space the result is plain score order. A ``RemoteKnowledgeBase``
+is a space of its own: its server does not say what model and store rank it.
 """
 
 from __future__ import annotations
@@ -15,22 +16,26 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from .format import Query
 
 if TYPE_CHECKING:  # annotations only: importing the knowledge base costs `validate` its models
-    from ...rag import KnowledgeBase, VectorSearchResult
+    from ...rag import KnowledgeBase, RemoteKnowledgeBase, VectorSearchResult
 
-# A chunk's identity: store object, collection, document id, chunk index.
-ChunkKey = tuple[int, str, str, int]
+# What a RAG middleware searches: a knowledge base here, or one a server serves.
+Searchable: TypeAlias = "KnowledgeBase | RemoteKnowledgeBase"
+
+# A chunk's identity: where its base keeps it (store object and collection, or a
+# remote base's URL and name), document id, chunk index.
+ChunkKey = tuple[object, str, str, int]
 
 # The constant of the original paper; it damps the weight of the very top ranks.
 RRF_K = 60
 
 
 async def search_across(
-    knowledge_bases: Sequence[KnowledgeBase],
+    knowledge_bases: Sequence[Searchable],
     queries: Sequence[Query],
     *,
     limit: int,
@@ -53,14 +58,10 @@ async def search_across(
     )
     spaces: dict[str, dict[ChunkKey, VectorSearchResult]] = {}
     for kb, hits in zip(knowledge_bases, results, strict=True):
-        best = spaces.setdefault(_score_space(kb), {})
+        space, (home, collection) = _place(kb)
+        best = spaces.setdefault(space, {})
         for hit in hits:
-            key: ChunkKey = (
-                id(kb.vector_store),
-                kb.collection,
-                hit.document_id,
-                hit.chunk.chunk_index,
-            )
+            key: ChunkKey = (home, collection, hit.document_id, hit.chunk.chunk_index)
             if key not in best or hit.score > best[key].score:
                 best[key] = hit
     fused: dict[ChunkKey, float] = {}
@@ -74,13 +75,19 @@ async def search_across(
     return [chosen[chunk_key] for chunk_key in best_first[:limit]]
 
 
-def _score_space(kb: KnowledgeBase) -> str:
-    """Equal for knowledge bases whose scores can be compared directly.
+def _place(kb: Searchable) -> tuple[str, tuple[object, str]]:
+    """A base's score space (equal for bases whose scores can be compared directly),
+    and where it keeps its chunks.
 
     A component is known by its class and parameters; one that cannot
     describe itself (an AgentScope-style model of any class) only by itself.
     """
-    return json.dumps([_identity(kb.embedding_model), _identity(kb.vector_store)], default=str)
+    from ...rag import RemoteKnowledgeBase  # imported when searching, as the bases are
+
+    if isinstance(kb, RemoteKnowledgeBase):
+        return json.dumps(["remote", kb.url, kb.name]), (kb.url, kb.name)
+    space = json.dumps([_identity(kb.embedding_model), _identity(kb.vector_store)], default=str)
+    return space, (id(kb.vector_store), kb.collection)
 
 
 def _identity(component: object) -> object:

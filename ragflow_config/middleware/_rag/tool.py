@@ -6,11 +6,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ...message import DataBlock, TextBlock
-from ...rag import KnowledgeBase, VectorSearchResult
+from ...rag import VectorSearchResult
 from ...tool import ToolBase
 from .format import Query, format_results
+from .search import Searchable
 
-Retrieve = Callable[[Sequence[Query], Sequence[KnowledgeBase]], Awaitable[list[VectorSearchResult]]]
+Retrieve = Callable[[Sequence[Query], Sequence[Searchable]], Awaitable[list[VectorSearchResult]]]
 
 NO_RESULTS = "No relevant content found."
 
@@ -52,7 +53,7 @@ class SearchKnowledgeTool(ToolBase):
 
     name = "search_knowledge"
 
-    def __init__(self, knowledge_bases: Sequence[KnowledgeBase], retrieve: Retrieve) -> None:
+    def __init__(self, knowledge_bases: Sequence[Searchable], retrieve: Retrieve) -> None:
         self._knowledge_bases = tuple(knowledge_bases)
         self._retrieve = retrieve
         self.description = _description(self._knowledge_bases)
@@ -67,7 +68,7 @@ class SearchKnowledgeTool(ToolBase):
         return format_results(hits) or [TextBlock(text=NO_RESULTS)]
 
 
-def _description(knowledge_bases: Sequence[KnowledgeBase]) -> str:
+def _description(knowledge_bases: Sequence[Searchable]) -> str:
     if knowledge_bases:
         equipped = [
             f"The agent is currently equipped with {len(knowledge_bases)} knowledge base(s):"
