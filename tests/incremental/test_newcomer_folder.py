@@ -34,7 +34,6 @@ GOOD = [
     "wikipedia-mozilla.html",
 ]
 BAD = ["encrypted-password.pdf", "encrypted.xlsx", "truncated.pdf", "empty.txt"]
-IN_PROCESS = RunOptions(workers=0)  # parsed and embedded in this process, where they are counted
 
 
 class Counted:
@@ -131,6 +130,7 @@ knowledge_bases:
 
 
 async def run(path: Path, registry: Registry, **options: Any) -> Any:
+    """One run's report, parsed and embedded in this process, where both are counted."""
     Counted.parsed.clear()
     CountingModel.texts.clear()
     report = await Pipeline.load(path, registry).run(options=RunOptions(workers=0, **options))
