@@ -64,6 +64,13 @@ def register(commands: Commands) -> None:
             help="stop instead of re-indexing when the embedding, chunker or parsers changed",
         )
         _strict(sub)
+        sub.add_argument(
+            "--retry-failed",
+            action="store_true",
+            help="parse again the files remembered as yielding nothing (failed, empty, "
+            "skipped), which runs otherwise report as they were until the file or the "
+            "pipeline changes",
+        )
         if name == "plan":
             sub.add_argument(
                 "--format",
@@ -167,6 +174,7 @@ def _options(args: argparse.Namespace, dry_run: bool, progress: Progress | None)
         shard=getattr(args, "shard", None),
         prune_only=getattr(args, "prune_only", False),
         adopt=getattr(args, "adopt", False),
+        retry_failed=getattr(args, "retry_failed", False),
         progress=progress,
         files_found=progress.files_found if progress else None,
     )
@@ -198,7 +206,9 @@ def _fails(change: Change, on_error: str, strict: bool) -> bool:
     return strict if _skipped(change, on_error) else change.failed
 
 
-def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
+def _print_report(
+    report: RunReport, pipeline: Pipeline, as_json: bool, *, strict: bool = False
+) -> None:
     if as_json:
         print_json(report.as_dict())
         return
@@ -206,8 +216,9 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
     verb = "would" if report.dry_run else "did"
     for kb in report.knowledge_bases:
         skip = on_error[kb.name]
+        named = [change for change in kb.changes if _named(change, skip, strict)]
         if report.dry_run:
-            for change in kb.changes:
+            for change in named:
                 if change.action != "unchanged":
                     action = "skipped" if _skipped(change, skip) else change.action
                     reason = f"  ({change.reason})" if change.reason else ""
@@ -219,13 +230,12 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
             print(f"{kb.name}: {kb.no_files}; check the path and the patterns", file=sys.stderr)
         if kb.fingerprint_changes:
             print(f"{kb.name}: pipeline fingerprint changed: {', '.join(kb.fingerprint_changes)}")
-        skipped = 0
-        for change in kb.changes:
+        skipped = sum(1 for change in kb.changes if _skipped(change, skip) and change.failed)
+        for change in named:
             if change.action == "skipped":
                 if not report.dry_run:  # a plan listed it above, with its reason
                     print(f"{kb.name}: skipped {change.path}: {change.reason}", file=sys.stderr)
             elif _skipped(change, skip):
-                skipped += 1
                 print(
                     f"{kb.name}: skipped {change.path}: {change.reason} (on_error: skip)",
                     file=sys.stderr,
@@ -257,6 +267,13 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
                 "or `heading` chunker (sized in the model's word pieces), or a smaller chunk_size",
                 file=sys.stderr,
             )
+        if kb.remembered:
+            print(
+                f"{kb.name}: {plural(kb.remembered, 'file')} yielded nothing when last tried "
+                "and did not change since: not parsed again (`ragflow-config list "
+                f"{pipeline.path} {kb.name} --skipped` names them, `run --retry-failed` "
+                "tries them again)"
+            )
         if not report.dry_run and kb.chunks:
             print(f"{kb.name}: {_vector_sources(kb)}")
         if kb.rebuild:
@@ -268,6 +285,12 @@ def _print_report(report: RunReport, pipeline: Pipeline, as_json: bool) -> None:
             )
     files = sum(len(kb.changes) for kb in report.knowledge_bases)
     print(f"{plural(files, 'file')} in {report.seconds:.1f}s")
+
+
+def _named(change: Change, on_error: str, strict: bool) -> bool:
+    """Whether a file gets a line of its own in a report: not one remembered as yielding
+    nothing (counted instead: its line would repeat every run), unless it fails the run."""
+    return not change.remembered or _fails(change, on_error, strict)
 
 
 def _vector_sources(kb: KnowledgeBaseReport) -> str:
@@ -331,7 +354,7 @@ def _run(args: argparse.Namespace) -> int:
             progress.close()
         if tracing is not None:
             tracing.shutdown()  # sends the spans not sent yet
-    _print_report(report, pipeline, args.json)
+    _print_report(report, pipeline, args.json, strict=args.strict)
     return _exit_code(report, pipeline, args.strict)
 
 
@@ -346,7 +369,7 @@ def _plan(args: argparse.Namespace) -> int:
     if markdown:
         print(plan_markdown(report, title=f"Plan: `{args.file}`"), end="")
     else:
-        _print_report(report, pipeline, args.json)
+        _print_report(report, pipeline, args.json, strict=args.strict)
     # The exit code the run would give; pending changes are a finding only when asked.
     code = _exit_code(report, pipeline, args.strict)
     if report.refused:
@@ -381,7 +404,7 @@ def _verify(args: argparse.Namespace) -> int:
     )
     report = asyncio.run(pipeline.run(args.kb, options))
     if args.fix:
-        _print_report(report, pipeline, args.json)
+        _print_report(report, pipeline, args.json, strict=args.strict)
         return _exit_code(report, pipeline, args.strict)
     on_error = {kb.name: kb.on_error for kb in pipeline.spec.knowledge_bases}
     found = [
@@ -410,15 +433,18 @@ def _verify(args: argparse.Namespace) -> int:
         )
         return code
     for kb, status, change in found:
-        print(f"{kb}: {status:<10} {change.path}  ({change.reason})")
+        if not change.remembered or status != "skipped" or args.strict:
+            print(f"{kb}: {status:<10} {change.path}  ({change.reason})")
     for kb_report in report.knowledge_bases:
         ok = kb_report.count("unchanged")
         bad = sum(1 for kb, _, _ in drifted if kb == kb_report.name)
         passed = [change for kb, _, change in skipped if kb == kb_report.name]
         why = " (on_error: skip)" if any(change.failed for change in passed) else ""
+        remembered = sum(1 for change in passed if change.remembered)
         print(
             f"{kb_report.name}: {ok} documents in sync, {bad} drifted"
             + (f", {len(passed)} skipped{why}" if passed else "")
+            + (f" ({remembered} remembered, not parsed again)" if remembered else "")
         )
         if kb_report.aborted:
             print(

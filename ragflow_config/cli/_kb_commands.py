@@ -57,6 +57,13 @@ def register(commands: Commands) -> None:
         action="store_true",
         help='print {"knowledge_base": KB, "total": N, "documents": [...]}',
     )
+    listing.add_argument(
+        "--skipped",
+        action="store_true",
+        help="list instead the files remembered as yielding nothing (failed, empty, skipped), "
+        "with their reasons: runs do not parse them again until the file or the pipeline "
+        "changes, or `run --retry-failed`",
+    )
 
     delete = commands.add("delete", _delete, "delete one document from a knowledge base")
     _file_and_kb(delete)
@@ -189,6 +196,8 @@ def _search(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     pipeline = _load(args)
+    if args.skipped:
+        return asyncio.run(_list_skipped(pipeline, args))
 
     async def listing() -> int:
         async with pipeline.build([args.kb]) as built:
@@ -216,6 +225,36 @@ def _list(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return asyncio.run(listing())
+
+
+async def _list_skipped(pipeline: Pipeline, args: argparse.Namespace) -> int:
+    async with pipeline.build([args.kb]) as built:
+        pointer = await built.knowledge_base(args.kb).read_pointer()
+    memory = sorted(
+        (pointer.yielded_nothing if pointer is not None else {}).items(),
+        key=lambda item: item[1].path,
+    )
+    if args.json:
+        print_json(
+            {
+                "knowledge_base": args.kb,
+                "total": len(memory),
+                "skipped": [
+                    {
+                        "document_id": doc_id,
+                        "path": entry.path,
+                        "action": entry.action,
+                        "reason": entry.reason,
+                    }
+                    for doc_id, entry in memory
+                ],
+            }
+        )
+        return EXIT_OK
+    for _, entry in memory:
+        print(f"{entry.action:<11} {entry.path}  ({entry.reason})")
+    print(plural(len(memory), "file") + " remembered as yielding nothing")
+    return EXIT_OK
 
 
 def _delete(args: argparse.Namespace) -> int:
@@ -280,7 +319,10 @@ async def _collections(kb: KnowledgeBase) -> str:
     """Which collections hold the knowledge base, and which of them is read, in one line;
     nothing before its first rebuild, when its collection is the only one."""
     pointer = await kb.read_pointer()
-    if pointer is None:
+    if pointer is None or (
+        # Made only to remember files that yielded nothing (``_yielded_nothing``).
+        [g.collection for g in pointer.generations] == [kb.collection] and pointer.building is None
+    ):
         return ""
     read = kb.generation_read(pointer).collection
     names = [

@@ -117,9 +117,14 @@ class Progress:
                 advance=1,
                 chunks=fields["chunks"] + change.chunks,
                 failed=fields["failed"] + change.failed,
-                processed=fields["processed"] + (change.action in _PROCESSED),
+                processed=fields["processed"]
+                + (change.action in _PROCESSED and not change.remembered),
             )
-        elif change.action not in ("unchanged", "skipped") and not change.failed:
+        elif (
+            change.action not in ("unchanged", "skipped")
+            and not change.failed
+            and not change.remembered  # the summary counts them: no line every run
+        ):
             detail = f" ({change.reason})" if change.reason else ""
             self.stream.write(f"{kb}: {change.action} {change.path}{detail}\n")
 

@@ -231,6 +231,7 @@ async def switch(
     switched = Pointer(
         generations=[pointer.building, *kept],
         retiring=[*pointer.retiring, *(g for g in others if g not in kept)],
+        yielded_nothing=pointer.yielded_nothing,
     )
     await store.write_pointer(kb.pointer_name, switched)
     rebuild.switched = True

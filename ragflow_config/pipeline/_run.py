@@ -40,6 +40,7 @@ from ..executors.local import parse_and_chunk
 from ..message import TextBlock
 from ..rag import Chunk, DocumentSummary, KnowledgeBase, ParserBase
 from ..rag._media_types import detect
+from ..rag._stores._pointer import Remembered
 from ..sources import SourceFile, SourceSpec, content_hash, document_id
 from ._adopt import Adoption, Foreign, adopt, find_foreign
 from ._budget import ByteBudget
@@ -62,6 +63,7 @@ from ._owners import WRITER_KEY, other_writer, shared_reason, writer
 from ._registry import default_registry
 from ._settings import SettingChange, described_settings, most_common_settings, setting_changes
 from ._sources import discover, source_kind
+from ._yielded_nothing import REMEMBERED, remember, remembered
 
 Action = Literal[
     "add",
@@ -100,6 +102,9 @@ class Change:
     #: Of ``chunks``, those longer than the embedding model reads of one text: their
     #: ends are not embedded. 0 also when the model cannot tell (``count_truncated``).
     truncated: int = 0
+    #: The outcome an earlier run found for the same content and pipeline, reported
+    #: again without parsing the file (``_yielded_nothing``).
+    remembered: bool = False
 
     @property
     def failed(self) -> bool:
@@ -185,6 +190,11 @@ class KnowledgeBaseReport:
         )
 
     @property
+    def remembered(self) -> int:
+        """Files reported as an earlier run found them, not parsed again."""
+        return sum(1 for change in self.changes if change.remembered)
+
+    @property
     def chunks(self) -> int:
         return sum(change.chunks for change in self.changes)
 
@@ -224,6 +234,7 @@ class KnowledgeBaseReport:
             "name": self.name,
             "counts": counts,
             "chunks_written": self.chunks,
+            "remembered": self.remembered,
             "chunks_truncated": self.truncated,
             "vectors": self.vectors.as_dict(),
             "fingerprint_changes": self.fingerprint_changes,
@@ -293,6 +304,9 @@ class RunOptions:
     # Take over the documents of the sources' files that no run wrote (AgentScope's
     # KnowledgeBase, the API) instead of stopping: see _adopt.
     adopt: bool = False
+    # Parse again the files remembered as yielding nothing (failed, empty, skipped),
+    # which a run otherwise reports as they were until the file or the pipeline changes.
+    retry_failed: bool = False
     # A dry run whose mass-deletion guard refuses goes on and says so in its report
     # (`deletion_guard`, `refused`) instead of raising RunRefused: a plan can then show
     # everything else too. A run that writes always raises.
@@ -417,6 +431,10 @@ async def _run_knowledge_base(
         await retire(kb, pointer)  # a run killed between its switch and the deletions
         pointer = await kb.read_pointer()
     live = pointer.live.collection if pointer is not None else kb.collection
+    memory = pointer.yielded_nothing if pointer is not None else {}
+    # What this run learns of the files it reaches that yield nothing (``_yielded_nothing``).
+    found_nothing: dict[str, Remembered] = {}
+    reached: set[str] = set()
     report.live_collection = live
     live_documents = await _documents(kb.pinned(live))
     adoption = Adoption(find_foreign(kb.name, live_documents.values(), files))
@@ -556,6 +574,13 @@ async def _run_knowledge_base(
         if change.failed and plan.spec.on_error == "fail":
             raise _Abort(f"{change.path}: {change.reason}")
 
+    def live_version(doc_id: str) -> _LiveVersion | None:
+        """In a rebuild, the document's live version, whose vectors it may reuse."""
+        summary = live_documents.get(doc_id)
+        if report.rebuild is None or summary is None or doc_id in others:
+            return None
+        return _LiveVersion(live, summary)
+
     async def process(doc_id: str, file: SourceFile, size: int) -> Change:
         if (
             unchanged := _unchanged_by_version(doc_id, file, existing, prints, options)
@@ -569,6 +594,16 @@ async def _run_knowledge_base(
             return _unreadable(file, doc_id, exc)
         digest = content_hash(data)
         change = _decide(doc_id, file, digest, existing.get(doc_id), prints, options)
+        revision = _revision(digest, prints)
+        known = memory.get(doc_id)
+        if (
+            known is not None
+            and known.revision == revision
+            and not options.retry_failed
+            and change.action in ("add", "update", "repair")
+        ):
+            found_nothing[doc_id] = known
+            return Change(known.action, file.relative, doc_id, known.reason, remembered=True)
         if doc_id in adoption.adopted:
             change = replace(change, reason=adoption.adopted[doc_id])
         if report.rebuild and change.action == "add" and doc_id in managed:
@@ -591,6 +626,7 @@ async def _run_knowledge_base(
                     processes,
                     ahead.files(),
                     report.vectors,
+                    live=live_version(doc_id),
                 )
         elif change.action in ("add", "update", "repair"):
             # A dry run parses what the run would write, as the run would: a file the
@@ -604,6 +640,10 @@ async def _run_knowledge_base(
             else:
                 report.chunks_to_embed += len(outcome.chunks)
                 report.bytes_to_embed += len(data)
+        if change.action in REMEMBERED:
+            found_nothing[doc_id] = remembered(
+                file.relative, revision, change.action, change.reason
+            )
         return change
 
     # A fixed set of tasks shares one iterator over the files, so a run holds
@@ -617,6 +657,7 @@ async def _run_knowledge_base(
             if taken % _YIELD_EVERY == 0:
                 await asyncio.sleep(0)
             ahead.reached += 1
+            reached.add(doc_id)
             try:
                 size = file.size()
             except OSError as exc:  # gone since it was listed, or not ours to read
@@ -638,6 +679,8 @@ async def _run_knowledge_base(
         report.aborted = str(abort)
         if report.rebuild:
             report.rebuild.blocked = "the run stopped at a failure"
+        if not options.dry_run:
+            await remember(kb, live, _learnt(memory, found_nothing, reached, wanted), prints)
         return _sorted(report)
     except BaseException:
         for task in tasks:
@@ -677,7 +720,25 @@ async def _run_knowledge_base(
         await _finish_rebuild(
             plan, write_kb, report, report.rebuild, prints, wanted, managed, options, empty_live
         )
+    if not options.dry_run:
+        await remember(kb, live, _learnt(memory, found_nothing, reached, wanted), prints)
     return _sorted(report)
+
+
+def _learnt(
+    memory: dict[str, Remembered],
+    found: dict[str, Remembered],
+    reached: set[str],
+    wanted: dict[str, SourceFile],
+) -> dict[str, Remembered]:
+    """The files to remember as yielding nothing after a run: those it found so, and those
+    remembered before that it did not reach (another shard's, say) and whose file is still there."""
+    unreached = {
+        doc_id: entry
+        for doc_id, entry in memory.items()
+        if doc_id in wanted and doc_id not in reached
+    }
+    return {**unreached, **found}
 
 
 def _failed_files(plan: IndexingPlan, report: KnowledgeBaseReport, files: int) -> FailedFiles:
@@ -985,9 +1046,11 @@ async def _write(
     processes: StartedExecutor | None,
     files_ahead: int,
     counts: VectorCounts,
+    live: _LiveVersion | None = None,
 ) -> Change:
     """Write a file's new version; ``prints`` and ``settings`` describe the pipeline,
-    ``own`` is its writer, ``counts`` gains where its vectors came from."""
+    ``own`` is its writer, ``counts`` gains where its vectors came from. ``live``: in a
+    rebuild, the document's version in the live collection, whose vectors it may reuse."""
     prepared = await _prepare(
         plan, change, file, data, processes, files_ahead, stored=previous is not None
     )
@@ -1023,10 +1086,12 @@ async def _write(
     metadata = {**file.source.metadata, STATE_KEY: {"revision": revision}}
     old_state = _state(previous) if previous else {}
     old_revision = old_state.get("revision")
-    reuse = None
+    reuse: dict[str, list[float]] = {}
+    if chunks and vectors is None and live is not None:
+        reuse = await _live_vectors(kb, live, prints)
     if chunks and vectors is None and previous is not None:
         # Read before anything of the old version is withdrawn or deleted.
-        reuse = await _reusable_vectors(kb, change.document_id, revision, old_state, prints)
+        reuse |= await _reusable_vectors(kb, change.document_id, revision, old_state, prints)
     if change.action == "repair" or (previous is not None and not chunks):
         await kb.delete_document(change.document_id)
     elif change.action == "update" and previous is not None and previous.chunk_count > 1:
@@ -1070,15 +1135,16 @@ async def _reusable_vectors(
 ) -> dict[str, list[float]]:
     """Stored vectors of a document's chunks, by text, that this pipeline would make again.
 
-    Only from chunks of a version whose fingerprint equals ``prints`` (same
-    model, dimensions, chunker and parser settings), so a reused vector is
-    the one the model would give: the stored version, when its chunk 0 vouches
-    for such a fingerprint, and chunks of ``revision`` itself, which an
+    Only from chunks of a version embedded as ``prints`` embeds (same model,
+    dimensions and vector settings; a vector is the model's for the chunk's
+    text alone, whatever parser or chunker cut it), so a reused vector is the
+    one the model would give: the stored version, when its chunk 0 vouches
+    for such an embedding, and chunks of ``revision`` itself, which an
     interrupted write of this very version left (a revision digests the
     fingerprint, so they qualify whatever chunk 0 says).
     """
     revisions = {revision}
-    if _complete(old_state) and not _changed_fields(old_state.get("fingerprint", {}), prints):
+    if _same_vectors(old_state, prints):
         revisions.add(old_state["revision"])
     # One read of the whole document, sorted out here: a store's filtered read
     # (Qdrant's local mode scans every point) costs the same for one revision as for all.
@@ -1087,3 +1153,39 @@ async def _reusable_vectors(
         for chunk, vector in await kb.document_vectors(document_id)
         if isinstance(chunk.content, TextBlock) and _state(chunk).get("revision") in revisions
     }
+
+
+@dataclass(frozen=True)
+class _LiveVersion:
+    """A document as the live collection holds it, while a rebuild writes it beside."""
+
+    collection: str
+    summary: DocumentSummary
+
+
+async def _live_vectors(
+    kb: KnowledgeBase, live: _LiveVersion, prints: dict[str, str]
+) -> dict[str, list[float]]:
+    """The live version's vectors, by text, when its model embedded as ``prints`` does: a
+    rebuild for another chunker or parser then embeds only the texts that changed.
+
+    Read from the store, not through the knowledge base, which would check the live
+    collection against this pipeline (a rebuild for a lexical side is one it fails).
+    """
+    state = _state(live.summary)
+    if not _same_vectors(state, prints):
+        return {}
+    held = await kb.vector_store.document_vectors(
+        live.collection, live.summary.document_id, kb.metadata_filter
+    )
+    return {
+        chunk.content.text: vector
+        for chunk, vector in held
+        if isinstance(chunk.content, TextBlock)
+        and _state(chunk).get("revision") == state["revision"]
+    }
+
+
+def _same_vectors(state: dict[str, Any], prints: dict[str, str]) -> bool:
+    """Whether a stored version (its chunk 0's ``state``) was embedded as ``prints`` embeds."""
+    return _complete(state) and state.get("fingerprint", {}).get("embedding") == prints["embedding"]

@@ -1,4 +1,5 @@
-"""An update embeds only the chunk texts its stored version does not hold, under the same fingerprint."""
+"""An update, or a rebuild for a chunker or parser change, embeds only the chunk texts the
+stored version does not hold, when the same model embedded it."""
 
 from __future__ import annotations
 
@@ -121,10 +122,25 @@ def ranking(hits: list[VectorSearchResult]) -> list[tuple[float, str, int]]:
     return sorted((-round(h.score, 5), h.chunk.source, h.chunk.chunk_index) for h in hits)
 
 
+async def test_a_new_embedding_model_reuses_no_vector(tmp_path: Path, registry: Registry) -> None:
+    """Its vectors are another model's, even of the same dimensions and for the same texts."""
+    corpus = tmp_path / "corpus"
+    write_corpus(corpus, 30)
+    path = pipeline_file(tmp_path, corpus)
+    await Pipeline.load(path, registry).run(options=IN_PROCESS)
+    changed_pipeline(path, "type: counting", "type: other_counting")
+
+    CountingModel.texts.clear()
+    report = (await Pipeline.load(path, registry).run(options=IN_PROCESS)).knowledge_bases[0]
+    assert report.fingerprint_changes == ["embedding"]
+    assert report.rebuild is not None and report.rebuild.switched
+    assert len(CountingModel.texts) == report.chunks > 0  # every chunk went to the model
+    assert report.vectors.reused == 0
+
+
 @pytest.mark.parametrize(
     ("changed", "before", "after"),
     [
-        ("embedding", "type: counting", "type: other_counting"),
         ("chunker", "overlap: 8}", "overlap: 8, boundaries: content_defined}"),
         (
             "parsers",
@@ -133,29 +149,46 @@ def ranking(hits: list[VectorSearchResult]) -> list[tuple[float, str, int]]:
         ),
     ],
 )
-async def test_a_changed_fingerprint_reuses_no_vector(
+async def test_a_rebuild_for_a_chunker_or_parser_change_embeds_only_new_texts(
     tmp_path: Path, registry: Registry, changed: str, before: str, after: str
 ) -> None:
-    """Each change keeps many chunk texts as they were: only the fingerprint stops their reuse."""
+    """Issue 52, item 3: the live version's vectors serve the rebuilt chunks of the same text,
+    as the model would make them again (the same model embeds the text alone)."""
     corpus = tmp_path / "corpus"
     write_corpus(corpus, 30)
     path = pipeline_file(tmp_path, corpus)
     await Pipeline.load(path, registry).run(options=IN_PROCESS)
-    text = path.read_text(encoding="utf-8")
-    assert text.count(before) == 1
-    path.write_text(text.replace(before, after), encoding="utf-8")
     pipeline = Pipeline.load(path, registry)
     old = await stored(pipeline)
+    changed_pipeline(path, before, after)
+    pipeline = Pipeline.load(path, registry)
 
     CountingModel.texts.clear()
     report = (await pipeline.run(options=IN_PROCESS)).knowledge_bases[0]
     assert report.fingerprint_changes == [changed]
+    assert report.rebuild is not None and report.rebuild.switched
     new = await stored(pipeline)
-    kept = [
+    unseen = [
         text
         for source, chunks in new.items()
         for text, _ in chunks.values()
-        if text in {old_text for old_text, _ in old[source].values()}
+        if text not in {old_text for old_text, _ in old[source].values()}
     ]
-    assert len(kept) > 10  # texts a reuse keyed by text alone would have taken
-    assert len(CountingModel.texts) == report.chunks  # every chunk went to the model
+    assert sorted(CountingModel.texts) == sorted(unseen)
+    assert report.vectors.reused == report.chunks - len(unseen) > 10
+    # What the rebuild stored is what embedding the corpus from scratch stores.
+    fresh_path = pipeline_file(tmp_path, corpus, name="fresh")
+    changed_pipeline(fresh_path, before, after)
+    fresh = Pipeline.load(fresh_path, registry)
+    await fresh.run(options=IN_PROCESS)
+    from_scratch = await stored(fresh)
+    for source, chunks in from_scratch.items():
+        for index, (text, vector) in chunks.items():
+            assert new[source][index][0] == text
+            assert new[source][index][1] == pytest.approx(vector, abs=1e-6)
+
+
+def changed_pipeline(path: Path, before: str, after: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(before) == 1
+    path.write_text(text.replace(before, after), encoding="utf-8")

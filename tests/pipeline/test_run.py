@@ -410,6 +410,7 @@ def test_the_cli_runs_searches_and_reports_json(
         "name",
         "counts",
         "chunks_written",
+        "remembered",
         "chunks_truncated",
         "vectors",
         "fingerprint_changes",
@@ -447,23 +448,35 @@ def test_the_cli_runs_searches_and_reports_json(
     assert (kb["embedding_model"], kb["price_per_million_tokens"]) == ("hashing-v1", None)
     assert (kb["chunks_to_embed"], kb["bytes_to_embed"]) == (0, 0)  # a dry run's estimate
     failed = next(change for change in kb["changes"] if change["action"] == "failed")
-    assert set(failed) == {"action", "path", "document_id", "reason", "chunks", "truncated"}
+    assert set(failed) == {
+        "action",
+        "path",
+        "document_id",
+        "reason",
+        "chunks",
+        "truncated",
+        "remembered",
+    }
     assert failed["path"] == BROKEN and "not valid utf-8" in failed["reason"]
+    assert (failed["remembered"], kb["remembered"]) == (False, 0)
 
     assert main(["search", path, "docs", "quick", "brown", "fox", "--top-k", "1"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("[1] score ") and printed[0].endswith("fox.md  (chunk 0)")
     assert "The quick brown fox jumps over the lazy dog." in "\n".join(printed)
 
-    # Still failing, nothing else to do: skipped again, and reported again, every run.
+    # Still failing, nothing else to do: skipped again, and counted, not named, every run
+    # (issue 52: remembered, not parsed again).
     assert main(["run", "--workers", "0", path]) == 0
     captured = capsys.readouterr()
-    assert f"docs: skipped {BROKEN}: not valid utf-8 at byte 3" in captured.err
+    assert BROKEN not in captured.err + captured.out
     assert (
         "docs: did add 0, update 0, delete 0; unchanged 3, kept 0, unsupported 1, empty 0, "
         "failed 1 (1 skipped, on_error: skip);" in captured.out
     )
+    assert "docs: 2 files yielded nothing when last tried" in captured.out
     assert main(["run", "--workers", "0", path, "--strict"]) == 1
+    assert f"docs: skipped {BROKEN}: not valid utf-8 at byte 3" in capsys.readouterr().err
 
 
 async def test_a_named_store_and_model_are_built_once_and_shared(tmp_path: Path) -> None:

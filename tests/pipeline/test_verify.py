@@ -22,12 +22,23 @@ def test_files_the_pipeline_skips_are_not_drift(
     assert main(["run", str(pipeline), "--workers", "0"]) == 0
     capsys.readouterr()
 
+    # The run remembered them (issue 52): verify and plan count them without parsing,
+    # and name them with --retry-failed (plan) or --strict.
     assert main(["verify", str(pipeline)]) == 0
     out = capsys.readouterr().out
-    assert f"docs: skipped    {BROKEN}  (not valid utf-8 at byte 3" in out
-    assert f"docs: {len(GOOD)} documents in sync, 0 drifted, 1 skipped (on_error: skip)" in out
+    assert BROKEN not in out
+    assert (
+        f"docs: {len(GOOD)} documents in sync, 0 drifted, 1 skipped (on_error: skip) "
+        "(1 remembered, not parsed again)"
+    ) in out
+    assert main(["verify", str(pipeline), "--strict"]) == 1
+    assert f"docs: skipped    {BROKEN}  (not valid utf-8 at byte 3" in capsys.readouterr().out
 
     assert main(["plan", str(pipeline)]) == 0  # in sync: no run would store them either
+    out = capsys.readouterr().out
+    assert "empty.txt" not in out and BROKEN not in out
+    assert "docs: 4 files yielded nothing when last tried" in out  # with the unsupported one
+    assert main(["plan", str(pipeline), "--retry-failed"]) == 0
     out = capsys.readouterr().out
     assert "empty       empty.txt  (nothing to index in the file)" in out
     assert f"skipped     {BROKEN}" in out

@@ -17,6 +17,8 @@ share a collection yet each switches on its own.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 POINTER_REGISTRY = "ragflow_pointers"
@@ -40,6 +42,22 @@ class Generation(BaseModel):
     )
 
 
+class Remembered(BaseModel):
+    """A file that yielded nothing to index (it failed, or held nothing the model embeds),
+    remembered so that runs need not parse it again while it and the pipeline stay as they were."""
+
+    path: str
+    revision: str = Field(
+        description="A digest of the file's content and the pipeline fingerprint it was tried "
+        "with: either changing retries it."
+    )
+    action: Literal["failed", "empty", "skipped", "unsupported"] = Field(
+        description="What the run found: a parse that failed, nothing to index, only what "
+        "the model cannot embed, no parser for the file's type."
+    )
+    reason: str
+
+
 class Pointer(BaseModel):
     """A knowledge base's collections: the live one first, then those it replaced."""
 
@@ -51,6 +69,12 @@ class Pointer(BaseModel):
         default_factory=list,
         description="Collections past `keep_previous`, to delete: listed by the switch "
         "itself, so a run killed before deleting them finds them.",
+    )
+
+    yielded_nothing: dict[str, Remembered] = Field(
+        default_factory=dict,
+        description="The files, by document id, that yielded nothing to index when last "
+        "tried: a run reports them as they were without parsing them again.",
     )
 
     @property
