@@ -28,7 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the dev extra installs tomli there
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache")

@@ -241,3 +241,11 @@ def test_a_long_name_is_cut_when_echoed() -> None:
         f"{path[:MAX_ECHOED_NAME]}... ({len(path)} characters) is "
         f"{MAX_FILTER_VALUE_CHARS + 1} characters; at most {MAX_FILTER_VALUE_CHARS} are accepted"
     )
+
+
+def test_a_key_that_is_no_string_is_left_to_the_store_s_check_and_counts_nothing() -> None:
+    # Only a Python caller can pass one (JSON keys are strings); flatten_filter refuses it
+    # with its own message, so here it neither fails nor takes room from the bound.
+    values = {f"k{i}": "v" * 1000 for i in range(8)}  # 8,016 characters
+    full = {**values, "x" * (MAX_FILTER_CHARS - 8016): 1, 7: "", 8: ""}
+    assert checked_filter(full) is full
