@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragflow-mutation"))
     parser.add_argument("--max-children", type=int, default=1)
     parser.add_argument("--results", action="store_true", help="list the survivors only")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     copy = prepare(args.target, args.work)
     mutmut = [sys.executable, "-m", "mutmut"]
     if args.results:
