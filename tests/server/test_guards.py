@@ -142,6 +142,10 @@ async def test_the_page_takes_its_session_cookie_and_sends_a_browser_to_sign_in(
         assert (await client.get("/ui/", headers=stale)).status_code == 303
         unrelated = {"Cookie": f"x{UI_COOKIE}={session}"}
         assert (await client.get("/ui/", headers=unrelated)).status_code == 303
+        # Only the whole digest: a part of it, or more, is no session either.
+        for forged in (session[:8], session[:-1], session + "0", ""):
+            cookie = {"Cookie": f"{UI_COOKIE}={forged}"}
+            assert (await client.get("/ui/", headers=cookie)).status_code == 303, forged
         # The cookie is the page's only: the API and look-alike paths still want the token.
         api = await client.post(SEARCH, json=QUERY, headers=cookies)
         assert api.status_code == 401
