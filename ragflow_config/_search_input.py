@@ -129,17 +129,19 @@ def checked_filter(
     while pending:
         where, mapping, depth = pending.pop()
         if depth > MAX_FILTER_DEPTH:
-            raise SearchInputError(f"{where} nests over {MAX_FILTER_DEPTH} levels deep")
+            raise SearchInputError(f"{echoed(where)} nests over {MAX_FILTER_DEPTH} levels deep")
         for key, inner in mapping.items():
             if isinstance(key, str) and len(key) > MAX_FILTER_KEY_CHARS:
                 raise SearchInputError(
-                    f"{where} has a key of {len(key)} characters; "
+                    f"{echoed(where)} has a key of {len(key)} characters; "
                     f"at most {MAX_FILTER_KEY_CHARS} are accepted"
                 )
             size += len(key) if isinstance(key, str) else 0
+            # Whole in ``pending`` (at most MAX_FILTER_DEPTH keys of bounded length), cut
+            # only where an error repeats it, so the cut names the path's real length.
             path = f"{where}.{key}"
             if isinstance(inner, dict):
-                pending.append((echoed(path), inner, depth + 1))
+                pending.append((path, inner, depth + 1))
                 continue
             keys += 1
             if keys > max_keys:

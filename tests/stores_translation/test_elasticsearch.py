@@ -217,6 +217,21 @@ async def test_search_filters_inside_knn_and_converts_cosine_scores(
     assert [r.score for r in results] == pytest.approx([0.8, 0.5])
 
 
+async def test_a_number_filter_keeps_its_fraction_and_finds_a_whole_float_as_an_integer(
+    es_server: FakeElasticsearch,
+) -> None:
+    # 3.5 must not find a chunk whose ratio is 3 (the tenant-leak shape: a filter
+    # matching more than it says); 4.0 finds 4, as matches_filter does.
+    es_server.respond = lambda r: hits()
+    async with es_store(es_server) as es:
+        await es.search("docs", [1.0, 0.0, 0.0], top_k=1, metadata_filter={"ratio": 3.5, "n": 4.0})
+    (request,) = es_server.requests
+    assert request.json()["knn"]["filter"] == [
+        term(["ratio"], "number", 3.5),
+        term(["n"], "number", 4),
+    ]
+
+
 @pytest.mark.parametrize(
     ("distance", "es_score", "score"),
     [

@@ -29,6 +29,7 @@ from ragflow_config.rag._stores.mongodb import (
     metadata_clauses,
     search_pipeline,
 )
+from ragflow_config.rag._stores.mongodb._filter import undeclared_filter_keys
 
 from .conftest import make_record, mongo_store
 from .fake_mongod import FakeMongod, cursor_reply
@@ -129,6 +130,21 @@ def test_operators_and_ambiguous_keys_are_rejected(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         metadata_clauses(metadata_filter)
+
+
+def test_a_refused_key_is_named_with_the_filter_and_the_reason() -> None:
+    with pytest.raises(ValueError) as refused:
+        metadata_clauses({"org": {"a.b": 1}})
+    assert str(refused.value) == (
+        "metadata_filter: MongoDB cannot query the metadata key 'a.b' "
+        "(empty, containing '.', or starting with '$')"
+    )
+
+
+def test_a_nested_key_is_declared_by_its_dotted_path() -> None:
+    nested = {"org": {"team": "a"}, "tenant": "t"}
+    assert undeclared_filter_keys(nested, ("org.team", "tenant")) == []
+    assert undeclared_filter_keys(nested, ("org", "tenant")) == ["org.team"]
 
 
 def test_match_query_combines_document_window_and_metadata() -> None:
