@@ -246,9 +246,13 @@ class QdrantEdgeConnection(VectorStoreBase):
             ),
         ]
         if lexical:
-            indexes.append(
-                (TERMS, edge.IntegerIndexParams(lookup=True, range=False, enable_hnsw=False))
+            # Mapped from its files, not read into memory: a count reads one term's
+            # postings, and a process that opens the collection loads nothing of it (at
+            # 84,000 chunks the load took 0.39 s of CPU instead of 1.27 s, bench/README.md).
+            terms = edge.IntegerIndexParams(
+                lookup=True, range=False, enable_hnsw=False, memory=edge.Memory.Cached
             )
+            indexes.append((TERMS, terms))
 
         def make() -> None:
             shard = edge.EdgeShard.create(str(staging), config)

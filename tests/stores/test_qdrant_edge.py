@@ -1,6 +1,6 @@
-"""QdrantEdgeStore's dense search through its HNSW index finds what exact search finds.
+"""QdrantEdgeStore at scale: what its index finds, and what opening it loads.
 
-Random unit vectors, the hardest case for a graph index (no clusters to follow), in
+The recall test: random unit vectors, the hardest case for a graph index (no clusters to follow), in
 enough dimensions that each of the shard's segments passes the engine's full-scan
 threshold and is searched through the graph, not compared vector by vector: the test
 checks that it is. The exact answer is the engine's own exact search on the originals.
@@ -13,6 +13,7 @@ import random
 import pytest
 
 from ragflow_config.rag import QdrantEdgeStore
+from ragflow_config.rag._stores.qdrant_edge._connection import TERMS
 
 from .conftest import make_record
 
@@ -56,3 +57,18 @@ async def test_default_search_finds_95_percent_of_the_exact_top_10(tmp_path) -> 
             found += len(truth & {hit.document_id for hit in hits})
             total += len(truth)
     assert found / total >= 0.95, f"recall@{TOP_K} {found / total:.3f}"
+
+
+async def test_the_terms_index_is_mapped_from_its_files_not_loaded(tmp_path) -> None:
+    """The lexical side's payload index of term ids, the largest index, is read through
+    the page cache: a process that opens the collection (a cold `search`) loads none of it."""
+    record = make_record("d", 0, unit(random.Random(1)))
+    record.terms = {3: 1.0, 7: 2.0}
+    async with QdrantEdgeStore(path=str(tmp_path / "edge")) as store:
+        await store.create_lexical_collection("lexical", DIMENSIONS)
+        await store.insert("lexical", [record])
+    async with QdrantEdgeStore(path=str(tmp_path / "edge")) as store:
+        shard = await store._shard("lexical")
+        index = shard.info().payload_schema[TERMS]
+        assert index.params.memory == store._edge.Memory.Cached
+        assert await store.term_counts("lexical", [3, 5]) == (1, {3: 1, 5: 0})
