@@ -12,9 +12,12 @@ the child's PSS every 100 ms, split into anonymous memory (the engine's heap) an
 file-backed pages (the shard's mapped files in the page cache, which the kernel takes
 back under pressure). Variants:
 
-* ``pinned``: the placement the store used before: sparse index in RAM (the engine's
-  default), ``terms`` index in RAM;
+* ``pinned``: sparse index and ``terms`` index in RAM (the engine's defaults; the
+  store's ``terms`` index was made so until it became mapped);
 * ``cached``: sparse index and ``terms`` index as mapped files (``Memory.Cached``).
+
+Each phase's peak is the child's PSS at the time: memory freed by an earlier phase
+may stay with the process, so read the copy and optimize peaks, not the load's.
 
 Nothing here is run by the test suite.
 """
