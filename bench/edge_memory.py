@@ -29,7 +29,6 @@ import json
 import multiprocessing
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,28 +36,7 @@ from typing import Any
 import qdrant_edge as edge
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _processes import rollup
-
-
-class Peaks:
-    """The highest anonymous and total PSS of this process, per phase."""
-
-    def __init__(self) -> None:
-        self.phase = "copy"
-        self.peaks: dict[str, dict[str, int]] = {}
-        self._done = threading.Event()
-        threading.Thread(target=self._sample, daemon=True).start()
-
-    def _sample(self) -> None:
-        while not self._done.wait(0.1):
-            memory = rollup()
-            peak = self.peaks.setdefault(self.phase, {"pss": 0, "pss_anon": 0})
-            for key in peak:
-                peak[key] = max(peak[key], round(memory[key]))
-
-    def stop(self) -> dict[str, dict[str, int]]:
-        self._done.set()
-        return self.peaks
+from _processes import PhasePeaks, rollup
 
 
 def config(variant: str, size: int) -> Any:
@@ -83,7 +61,7 @@ def config(variant: str, size: int) -> Any:
 
 
 def copy(source: str, variant: str, folder: str, out: Any) -> None:
-    peaks = Peaks()
+    peaks = PhasePeaks("copy", every=0.1)
     shard = edge.EdgeShard.load(source)
     page, _ = shard.scroll(edge.ScrollRequest(limit=1, with_vector=True))
     made, indexes = config(variant, len(page[0].vector[""]))

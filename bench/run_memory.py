@@ -22,37 +22,13 @@ import argparse
 import asyncio
 import json
 import sys
-import threading
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _processes import rollup
-
-
-class Sampler:
-    """PSS and traced memory of this process, every 250 ms, split at the store's close."""
-
-    def __init__(self) -> None:
-        self.phase = "run"
-        self.peaks: dict[str, dict[str, float]] = {}
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        while not self._done.wait(0.25):
-            pss = rollup()["pss"]
-            traced = tracemalloc.get_traced_memory()[0] / 2**20
-            peak = self.peaks.setdefault(self.phase, {"pss_mb": 0.0, "python_mb": 0.0})
-            peak["pss_mb"] = round(max(peak["pss_mb"], pss), 1)
-            peak["python_mb"] = round(max(peak["python_mb"], traced), 1)
-
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join()
+from _processes import PhasePeaks, rollup
 
 
 def main() -> None:
@@ -68,7 +44,8 @@ def main() -> None:
     from ragflow_config.rag._stores.qdrant_edge._connection import QdrantEdgeConnection
 
     tracemalloc.start(1)
-    sampler = Sampler()
+    traced = {"python_mb": lambda: tracemalloc.get_traced_memory()[0] / 2**20}
+    sampler = PhasePeaks("run", extra=traced)
     result: dict[str, Any] = {}
     leave = QdrantEdgeConnection.__aexit__
 
@@ -94,10 +71,9 @@ def main() -> None:
     QdrantEdgeConnection.__aexit__ = timed_exit  # type: ignore[method-assign]
     began = time.process_time()
     report = asyncio.run(Pipeline.load(args.pipeline).run())
-    sampler.stop()
     result["chunks"] = sum(kb.chunks for kb in report.knowledge_bases)
     result["main_cpu_s"] = round(time.process_time() - began, 1)
-    result["peaks"] = sampler.peaks
+    result["peaks"] = sampler.stop()
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
