@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import psutil
 
 
@@ -43,3 +46,32 @@ def rollup(pid: int | str = "self") -> dict[str, float]:
             elif key in ("Private_Clean", "Private_Dirty"):
                 fields["uss"] += int(rest.split()[0]) / 1024
     return fields
+
+
+class PhasePeaks:
+    """This process's highest PSS, its anonymous part, and any ``extra`` reading (MB),
+    per phase: sampled every ``every`` seconds while the caller moves ``phase`` on."""
+
+    def __init__(
+        self, phase: str, every: float = 0.25, extra: dict[str, Callable[[], float]] | None = None
+    ) -> None:
+        self.phase = phase
+        self.peaks: dict[str, dict[str, float]] = {}
+        self._every, self._extra = every, extra or {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(self._every):
+            memory = rollup()
+            readings = {"pss_mb": memory["pss"], "pss_anon_mb": memory["pss_anon"]}
+            readings.update((name, read()) for name, read in self._extra.items())
+            peak = self.peaks.setdefault(self.phase, dict.fromkeys(readings, 0.0))
+            for name, value in readings.items():
+                peak[name] = round(max(peak[name], value), 1)
+
+    def stop(self) -> dict[str, dict[str, float]]:
+        self._done.set()
+        self._thread.join()
+        return self.peaks

@@ -131,16 +131,19 @@ def measured(argv: list[str], kill_after: float | None = None) -> dict[str, Any]
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
         "peak_pss_mb": round(peak.mb),
+        "peak_pss_anon_mb": round(peak.anon_mb),
         "exit": os.waitstatus_to_exitcode(status),
         "stderr_tail": stderr.strip().splitlines()[-3:],
     }
 
 
 class _PeakPss:
-    """The highest PSS of a process tree, its ``smaps_rollup`` summed every 100 ms."""
+    """The highest PSS of a process tree, its ``smaps_rollup`` summed every 100 ms, and
+    the highest of its anonymous part: the rest is Qdrant Edge's mapped files in the page
+    cache, which the kernel can take back under pressure."""
 
     def __init__(self, pid: int) -> None:
-        self.mb = 0.0
+        self.mb = self.anon_mb = 0.0
         self._root = psutil.Process(pid)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -152,13 +155,16 @@ class _PeakPss:
                 members = [self._root, *self._root.children(recursive=True)]
             except psutil.Error:
                 return
-            total = 0.0
+            total = anon = 0.0
             for member in members:
                 try:
-                    total += rollup(member.pid)["pss"]
+                    memory = rollup(member.pid)
                 except (OSError, psutil.Error):
                     continue
+                total += memory["pss"]
+                anon += memory["pss_anon"]
             self.mb = max(self.mb, total)
+            self.anon_mb = max(self.anon_mb, anon)
 
     def stop(self) -> None:
         self._done.set()
