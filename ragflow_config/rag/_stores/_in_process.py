@@ -11,6 +11,7 @@ as before (it holds no locks of its own), and the loop keeps answering.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +19,29 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+
+def _new_engine() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragflow-config engine")
+
+
 # One thread for every in-process engine of this process: their calls were
 # serialized on the event loop before, and stay so.
-_engine = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragflow-config engine")
+_engine = _new_engine()
 _thread = threading.local()
+
+
+def _renew_after_fork() -> None:
+    """A forked child gets an engine thread of its own.
+
+    The child inherits the executor but not its thread, and an executor that
+    believes its one thread exists never starts another: the child's first
+    store call would wait forever.
+    """
+    global _engine
+    _engine = _new_engine()
+
+
+os.register_at_fork(after_in_child=_renew_after_fork)
 
 
 def _completed(operation: Callable[[], Awaitable[T]]) -> T:
