@@ -71,7 +71,6 @@ class BearerTokenMiddleware:
                 )
                 await send({"type": "http.response.body", "body": b""})
                 return
-        scope.setdefault("state", {})["refused"] = True
         message = (
             "missing bearer token: send 'Authorization: Bearer <token>'"
             if not offered

@@ -188,7 +188,6 @@ class HostOriginMiddleware:
         if problem is None:
             await self.app(scope, receive, send)
             return
-        scope.setdefault("state", {})["refused"] = True
         await error_response(403, problem)(scope, receive, send)
 
     def _problem(self, scope: Scope) -> str | None:
