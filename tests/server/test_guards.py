@@ -387,3 +387,26 @@ async def test_a_client_past_its_share_gets_429_with_retry_after(pipeline_file: 
     )
     assert (health.status_code, names.status_code, admitted.status_code) == (200, 200, 200)
     assert app.state.admission.running == 0
+
+
+# -- the lifespan -------------------------------------------------------------------
+
+
+async def test_the_lifespan_crosses_every_guard_to_the_application(pipeline_file: Path) -> None:
+    """A server starts the application with a ``lifespan`` scope, which is not HTTP: each
+    guard hands it on untouched, or the server never starts."""
+    async with KnowledgeService(Pipeline.load(pipeline_file), None) as service:
+        app = create_app(service, ServeOptions(token=SecretStr(TOKEN), ui=True))
+        asked = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+        answered: list[str] = []
+
+        async def receive() -> dict[str, str]:
+            return asked.pop(0)
+
+        async def send(event: dict[str, Any]) -> None:
+            answered.append(event["type"])
+
+        scope = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+        with contextlib.suppress(Exception):  # a broken hand-on fails below, by what it sent
+            await app(scope, receive, send)
+    assert answered == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
