@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,15 +147,25 @@ async def test_a_costly_local_search_leaves_the_event_loop_free(tmp_path: Path) 
 def test_a_forked_child_reaches_its_own_local_store(tmp_path: Path) -> None:
     """A process forked after a store call (mutmut's runner, a test harness) gets an
     engine thread of its own: it inherits the executor but not its thread, and its
-    first store call used to wait forever."""
-    asyncio.run(write_and_count(tmp_path / "parent"))  # the engine thread now runs
-    pid = os.fork()
-    if pid == 0:  # the child: exit 0 only if its store answered
-        signal.alarm(20)
-        try:
-            counts = asyncio.run(write_and_count(tmp_path / "child"))
-            os._exit(0 if counts == {"doc": 3} else 1)
-        except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    first store call used to wait forever. The fork happens in a fresh interpreter, so
+    what this test process has loaded (gRPC, Ray) has no say in the child."""
+    script = f"""
+import asyncio, os, signal, sys
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parent.parent.parent)!r})
+from tests.stores.test_qdrant_local import write_and_count
+
+asyncio.run(write_and_count(Path({str(tmp_path)!r}) / "parent"))  # the engine thread runs
+pid = os.fork()
+if pid == 0:  # the child: exit 0 only if its store answered
+    signal.alarm(20)
+    try:
+        counts = asyncio.run(write_and_count(Path({str(tmp_path)!r}) / "child"))
+        os._exit(0 if counts == {{"doc": 3}} else 1)
+    except BaseException:
+        os._exit(2)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+    finished = subprocess.run([sys.executable, "-c", script], timeout=120, check=False)
+    assert finished.returncode == 0
